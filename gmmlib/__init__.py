@@ -1,0 +1,27 @@
+"""gmmlib: the helper package of the book *Softmax Attention on Gaussian Mixtures*.
+
+Every formula the book uses lives here once; the chapters import it.
+
+Modules
+-------
+mixtures   : :class:`GaussianMixture` (sampling, densities, posteriors, exponential tilting)
+attention  : finite-prompt softmax and linear attention, trainable heads
+limits     : the infinite-prompt operators in closed form and the finite-prompt error law
+checks     : the ledger of numerical checks behind every claim
+plotting   : the book's figure style and shared plots
+training   : the one training loop
+"""
+
+from .attention import linear_attention, softmax_attention
+from .limits import linear_attention_limit, softmax_attention_limit
+from .mixtures import GaussianMixture
+
+__all__ = [
+    "GaussianMixture",
+    "softmax_attention",
+    "linear_attention",
+    "softmax_attention_limit",
+    "linear_attention_limit",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,301 @@
+r"""Finite-prompt attention: one softmax and one linear implementation, plus trainable heads.
+
+A prompt of tokens :math:`z_1, \dots, z_L \in \mathbb R^d` and a query :math:`z` give
+
+.. math::
+
+    T_{U,V}[\hat\mu_L](z) = \frac{\sum_j e^{z_j^\top U z}\, V z_j}{\sum_j e^{z_j^\top U z}},
+    \qquad
+    T^{\mathrm{lin}}_{U,V}[\hat\mu_L](z) = \frac1L \sum_j (z_j^\top U z)\, V z_j
+    = V \Big(\frac1L\sum_j z_j z_j^\top\Big) U z,
+
+the softmax and linear attention of the empirical measure :math:`\hat\mu_L`. ``U`` (d, d)
+merges query and key matrices, ``V`` (p, d) is the value matrix.
+
+Both functions take numpy arrays (and return numpy, computed in float64 without
+gradients) or torch tensors (and return a differentiable torch tensor). Softmax attention
+streams over the tokens with a running log-sum-exp, so it is finite for huge scores
+and its memory does not grow with the prompt length beyond the inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = [
+    "softmax_attention",
+    "linear_attention",
+    "attention_weights",
+    "AttentionHead",
+    "MultiHeadAttention",
+]
+
+# Scores held at once per chunk: batch * queries * chunk <= this many numbers.
+_CHUNK_BUDGET = 1 << 22
+
+
+def _is_torch(*xs: Any) -> bool:
+    return any(isinstance(x, torch.Tensor) for x in xs)
+
+
+def _to_tensor(x: Any, name: str, dtype: torch.dtype | None) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        t = x if dtype is None else x.to(dtype)
+    else:
+        try:
+            arr = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be a numeric array or tensor, got {type(x).__name__}") from exc
+        t = torch.from_numpy(arr)
+        if dtype is not None:
+            t = t.to(dtype)
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    if not bool(torch.isfinite(t.detach()).all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return t
+
+
+def _prepare(tokens: Any, queries: Any, U: Any, V: Any):
+    """Validate shapes; return tensors, a flag for numpy output, and whether to batch."""
+    numpy_mode = not _is_torch(tokens, queries, U, V)
+    if numpy_mode:
+        dtype = torch.float64
+    else:
+        dtypes = [x.dtype for x in (tokens, queries, U, V) if isinstance(x, torch.Tensor) and x.is_floating_point()]
+        dtype = dtypes[0] if dtypes else torch.float64
+        for dt in dtypes[1:]:
+            dtype = torch.promote_types(dtype, dt)
+    Z = _to_tensor(tokens, "tokens", dtype)
+    Q = _to_tensor(queries, "queries", dtype)
+    U = _to_tensor(U, "U", dtype)
+    V = _to_tensor(V, "V", dtype)
+    if Z.ndim not in (2, 3):
+        raise ValueError(f"tokens must have shape (L, d) or (B, L, d), got {tuple(Z.shape)}")
+    if Q.ndim not in (2, 3):
+        raise ValueError(f"queries must have shape (n, d) or (B, n, d), got {tuple(Q.shape)}")
+    d = Z.shape[-1]
+    if Z.shape[-2] == 0:
+        raise ValueError("tokens must hold at least one token (L >= 1)")
+    if Q.shape[-1] != d:
+        raise ValueError(f"queries must have last dimension d = {d} (the tokens' dimension), got {tuple(Q.shape)}")
+    if U.shape != (d, d):
+        raise ValueError(f"U must have shape (d, d) = ({d}, {d}), got {tuple(U.shape)}")
+    if V.ndim != 2 or V.shape[1] != d:
+        raise ValueError(f"V must have shape (p, d) with d = {d}, got {tuple(V.shape)}")
+    if Z.ndim == 3 and Q.ndim == 3 and Z.shape[0] != Q.shape[0]:
+        raise ValueError(
+            f"tokens and queries must have the same batch size, got {Z.shape[0]} and {Q.shape[0]}"
+        )
+    batched = Z.ndim == 3 or Q.ndim == 3
+    if batched:
+        B = Z.shape[0] if Z.ndim == 3 else Q.shape[0]
+        if Z.ndim == 2:
+            Z = Z.unsqueeze(0).expand(B, *Z.shape)
+        if Q.ndim == 2:
+            Q = Q.unsqueeze(0).expand(B, *Q.shape)
+    else:
+        Z, Q = Z.unsqueeze(0), Q.unsqueeze(0)
+    return Z, Q, U, V, numpy_mode, batched
+
+
+def _finish(out: torch.Tensor, numpy_mode: bool, batched: bool):
+    if not batched:
+        out = out.squeeze(0)
+    return out.detach().cpu().numpy() if numpy_mode else out
+
+
+def softmax_attention(tokens: Any, queries: Any, U: Any, V: Any, *, chunk_size: int | None = None):
+    r"""Softmax attention of each query over a finite prompt.
+
+    .. math::
+
+        T_{U,V}[\hat\mu_L](z) = V\,\frac{\sum_{j=1}^L e^{s_j} z_j}{\sum_{j=1}^L e^{s_j}},
+        \qquad s_j = z_j^\top U z,
+
+    computed in chunks of tokens with a running maximum :math:`M` (the streaming
+    log-sum-exp): after each chunk the partial sums are rescaled by :math:`e^{M_{old}-M_{new}}`,
+    so no exponential ever overflows.
+
+    Parameters
+    ----------
+    tokens : array_like or Tensor, shape (L, d) or (B, L, d)
+        The prompt(s) :math:`z_1, \dots, z_L`.
+    queries : array_like or Tensor, shape (n, d) or (B, n, d)
+        The queries :math:`z`. A 2-D ``queries`` with 3-D ``tokens`` is used for every prompt.
+    U : array_like or Tensor, shape (d, d)
+        Interaction (query-key) matrix.
+    V : array_like or Tensor, shape (p, d)
+        Value matrix.
+    chunk_size : int, optional
+        Tokens processed at once; by default chosen so that at most about 4·10⁶ scores are
+        held in memory.
+
+    Returns
+    -------
+    ndarray or Tensor, shape (n, p) or (B, n, p)
+        numpy (float64) for numpy inputs; a differentiable tensor if any input is a tensor.
+    """
+    Z, Q, U, V, numpy_mode, batched = _prepare(tokens, queries, U, V)
+    B, L, d = Z.shape
+    n = Q.shape[1]
+    if chunk_size is None:
+        chunk_size = max(1, _CHUNK_BUDGET // max(1, B * n))
+    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    with torch.set_grad_enabled(torch.is_grad_enabled() and not numpy_mode):
+        A = Q @ U.T  # a_i = U z_i, shape (B, n, d): s_ij = z_j . a_i
+        if L <= chunk_size:
+            S = A @ Z.transpose(1, 2)  # (B, n, L)
+            W = torch.softmax(S, dim=-1)
+            mean_token = W @ Z
+        else:
+            run_max = torch.full((B, n), -torch.inf, dtype=Z.dtype, device=Z.device)
+            run_sum = torch.zeros((B, n), dtype=Z.dtype, device=Z.device)
+            acc = torch.zeros((B, n, d), dtype=Z.dtype, device=Z.device)
+            for start in range(0, L, int(chunk_size)):
+                chunk = Z[:, start : start + int(chunk_size)]
+                S = A @ chunk.transpose(1, 2)
+                new_max = torch.maximum(run_max, S.amax(dim=-1))
+                rescale = torch.exp(run_max - new_max)
+                P = torch.exp(S - new_max.unsqueeze(-1))
+                run_sum = run_sum * rescale + P.sum(dim=-1)
+                acc = acc * rescale.unsqueeze(-1) + P @ chunk
+                run_max = new_max
+            mean_token = acc / run_sum.unsqueeze(-1)
+        out = mean_token @ V.T
+    return _finish(out, numpy_mode, batched)
+
+
+def attention_weights(tokens: Any, query: Any, U: Any) -> np.ndarray:
+    r"""The softmax weights :math:`e^{s_j}/\sum_i e^{s_i}`, :math:`s_j = z_j^\top U z`, of one query over a prompt.
+
+    Parameters
+    ----------
+    tokens : array_like, shape (L, d)
+    query : array_like, shape (d,)
+    U : array_like, shape (d, d)
+
+    Returns
+    -------
+    ndarray, shape (L,)
+    """
+    q = np.asarray(query, dtype=np.float64)
+    if q.ndim != 1:
+        raise ValueError(f"query must be one vector of shape (d,), got shape {q.shape}")
+    Z, Q, Ut, _, _, _ = _prepare(tokens, q[None, :], U, np.eye(q.shape[0]))
+    if Z.shape[0] != 1:
+        raise ValueError(f"tokens must have shape (L, d), got {tuple(Z.shape)}")
+    with torch.no_grad():
+        s = (Z[0] @ (Ut @ Q[0, 0]))
+        return torch.softmax(s, dim=0).numpy()
+
+
+def linear_attention(tokens: Any, queries: Any, U: Any, V: Any):
+    r"""Linear attention of each query over a finite prompt.
+
+    .. math::
+
+        T^{\mathrm{lin}}_{U,V}[\hat\mu_L](z) = \frac1L\sum_{j=1}^L (z_j^\top U z)\,V z_j
+        = V\,\hat M\,U z, \qquad \hat M = \frac1L\sum_j z_j z_j^\top,
+
+    computed through the empirical second moment :math:`\hat M` (one pass over the tokens).
+
+    Parameters and returns are as in :func:`softmax_attention`.
+    """
+    Z, Q, U, V, numpy_mode, batched = _prepare(tokens, queries, U, V)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and not numpy_mode):
+        M = Z.transpose(1, 2) @ Z / Z.shape[1]  # (B, d, d)
+        out = (Q @ U.T) @ M @ V.T
+    return _finish(out, numpy_mode, batched)
+
+
+class AttentionHead(nn.Module):
+    r"""One trainable attention head :math:`(\text{tokens}, \text{queries}) \mapsto T_{U,V}`.
+
+    Parameters
+    ----------
+    d : int
+        Token dimension.
+    p : int, optional
+        Output dimension (default ``d``).
+    kind : {"softmax", "linear"}
+        Which attention.
+    U0, V0 : array_like, optional
+        Initial parameters; by default i.i.d. :math:`\mathcal N(0, \text{init\_std}^2)` entries.
+    init_std : float
+        Standard deviation of the random initialisation.
+    seed : int
+        Seed of the random initialisation (a private generator: no global state is touched).
+    dtype : torch.dtype
+        Parameter dtype (float64 by default).
+    """
+
+    def __init__(
+        self,
+        d: int,
+        p: int | None = None,
+        *,
+        kind: str = "softmax",
+        U0: Any = None,
+        V0: Any = None,
+        init_std: float = 0.1,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
+        super().__init__()
+        if kind not in ("softmax", "linear"):
+            raise ValueError(f"kind must be 'softmax' or 'linear', got {kind!r}")
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+            raise ValueError(f"d must be a positive integer, got {d!r}")
+        p = d if p is None else p
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+            raise ValueError(f"p must be a positive integer, got {p!r}")
+        self.kind = kind
+        gen = torch.Generator().manual_seed(int(seed))
+
+        def init(value: Any, shape: tuple[int, int], name: str) -> torch.Tensor:
+            if value is None:
+                return init_std * torch.randn(shape, generator=gen, dtype=dtype)
+            t = _to_tensor(value, name, dtype).clone()
+            if tuple(t.shape) != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
+            return t
+
+        self.U = nn.Parameter(init(U0, (int(d), int(d)), "U0"))
+        self.V = nn.Parameter(init(V0, (int(p), int(d)), "V0"))
+
+    def forward(self, tokens: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+        fn = softmax_attention if self.kind == "softmax" else linear_attention
+        return fn(tokens, queries, self.U, self.V)
+
+
+class MultiHeadAttention(nn.Module):
+    r"""A sum of heads, optionally residual: :math:`z + \sum_h T_{U_h,V_h}[\mu](z)`.
+
+    Parameters
+    ----------
+    heads : sequence of AttentionHead
+        The heads; their outputs are added.
+    residual : bool
+        Add the query to the output (needs every head's ``p`` equal to ``d``).
+    """
+
+    def __init__(self, heads: Sequence[AttentionHead], *, residual: bool = False) -> None:
+        super().__init__()
+        if len(heads) == 0:
+            raise ValueError("heads must contain at least one AttentionHead")
+        self.heads = nn.ModuleList(heads)
+        self.residual = residual
+
+    def forward(self, tokens: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+        out = sum(head(tokens, queries) for head in self.heads)
+        if self.residual:
+            if out.shape[-1] != queries.shape[-1]:
+                raise ValueError("a residual connection needs heads with output dimension p = d")
+            out = out + queries
+        return out

@@ -1,0 +1,176 @@
+r"""The infinite-prompt limit of attention, in closed form, and its finite-prompt error law.
+
+For a prompt law :math:`\mu` and a query :math:`z`, write :math:`a = Uz`. Softmax attention
+on an infinitely long prompt is the mean of the *tilted* law :math:`\mu_a \propto e^{a^\top x}\mu`,
+mapped by :math:`V`:
+
+.. math::
+
+    T_{U,V}[\mu](z) = \frac{\int e^{x^\top a}\,Vx\,d\mu(x)}{\int e^{x^\top a}\,d\mu(x)} = V\,\mathbb E_{\mu_a}[X].
+
+For :math:`\mu=\sum_k\pi_k\mathcal N(m_k,\Gamma_k)` this is a softmax-gated sum of affine experts,
+
+.. math::
+
+    T_{U,V}[\mu](z) = V\sum_k \alpha_k(z)\,(m_k + \Gamma_k U z),\qquad
+    \alpha_k(z) = \operatorname{softmax}_k\big(\log\pi_k + m_k^\top Uz + \tfrac12 (Uz)^\top\Gamma_k (Uz)\big),
+
+while linear attention's limit is :math:`T^{\mathrm{lin}}[\mu](z) = V\,\mathbb E_\mu[XX^\top]\,Uz`.
+
+A finite prompt of :math:`L` i.i.d. tokens is a self-normalised importance sampler of
+:math:`\mu_a` with weights :math:`w = e^{x^\top a}`; by the delta method
+
+.. math::
+
+    L\,\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2 \to
+    \frac{\mathbb E_\mu[w^2\,\|VX - T[\mu](z)\|^2]}{(\mathbb E_\mu w)^2}
+    = e^{K(2a) - 2K(a)}\;\mathbb E_{\mu_{2a}}\|VX - T[\mu](z)\|^2,
+
+with :math:`K(a) = \log\mathbb E_\mu e^{a^\top X}`. For a Gaussian :math:`\mathcal N(m,\Gamma)`
+this is :math:`e^{\kappa}\,(\operatorname{tr}V\Gamma V^\top + \|V\Gamma a\|^2)`, :math:`\kappa = a^\top\Gamma a`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from ._validation import as_float_array
+from .mixtures import GaussianMixture
+
+__all__ = [
+    "attention_gates",
+    "softmax_attention_limit",
+    "linear_attention_limit",
+    "finite_prompt_mse",
+    "effective_sample_fraction",
+]
+
+
+def _check_inputs(mixture: Any, queries: Any, U: Any, V: Any | None = None):
+    if not isinstance(mixture, GaussianMixture):
+        raise TypeError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
+    d = mixture.dim
+    Q = as_float_array(queries, "queries", ndim=(1, 2))
+    single = Q.ndim == 1
+    Q = Q[None, :] if single else Q
+    if Q.shape[1] != d:
+        raise ValueError(f"queries must have shape (n, {d}) to match the mixture's dim, got {Q.shape}")
+    U = as_float_array(U, "U", ndim=2)
+    if U.shape != (d, d):
+        raise ValueError(f"U must have shape ({d}, {d}), got {U.shape}")
+    if V is not None:
+        V = as_float_array(V, "V", ndim=2)
+        if V.shape[1] != d:
+            raise ValueError(f"V must have shape (p, {d}), got {V.shape}")
+    return Q, U, V, single
+
+
+def _out(x: np.ndarray, single: bool) -> np.ndarray:
+    return x[0] if single else x
+
+
+def attention_gates(mixture: GaussianMixture, queries: Any, U: Any) -> np.ndarray:
+    r"""The gates :math:`\alpha_k(z) = \operatorname{softmax}_k(\log\pi_k + m_k^\top Uz + \frac12 (Uz)^\top\Gamma_k Uz)`.
+
+    They are the weights of the tilted mixture :math:`\mu_{Uz}`: the posterior probability
+    of component :math:`k` under the tilt.
+
+    Parameters
+    ----------
+    mixture : GaussianMixture
+    queries : array_like, shape (n, d) or (d,)
+    U : array_like, shape (d, d)
+
+    Returns
+    -------
+    ndarray, shape (n, K) (or (K,) for one query)
+    """
+    Q, U, _, single = _check_inputs(mixture, queries, U)
+    return _out(softmax(mixture.tilt_logits(Q @ U.T), axis=-1), single)
+
+
+def softmax_attention_limit(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""Infinite-prompt softmax attention :math:`T_{U,V}[\mu](z) = V\sum_k\alpha_k(z)(m_k + \Gamma_k Uz)`.
+
+    Parameters
+    ----------
+    mixture : GaussianMixture
+        The prompt law :math:`\mu`.
+    queries : array_like, shape (n, d) or (d,)
+    U : array_like, shape (d, d)
+    V : array_like, shape (p, d)
+
+    Returns
+    -------
+    ndarray, shape (n, p) (or (p,) for one query)
+    """
+    Q, U, V, single = _check_inputs(mixture, queries, U, V)
+    A = Q @ U.T
+    gates = softmax(mixture.tilt_logits(A), axis=-1)  # (n, K)
+    experts = mixture.means[None, :, :] + np.einsum("kij,nj->nki", mixture.covs, A)  # (n, K, d)
+    return _out(np.einsum("nk,nkd->nd", gates, experts) @ V.T, single)
+
+
+def linear_attention_limit(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""Infinite-prompt linear attention :math:`T^{\mathrm{lin}}_{U,V}[\mu](z) = V\,\mathbb E_\mu[XX^\top]\,Uz`.
+
+    For a mixture, :math:`\mathbb E XX^\top = \sum_k\pi_k(\Gamma_k + m_km_k^\top)`: the components
+    are mixed with the fixed weights :math:`\pi_k`, whatever the query.
+
+    Returns
+    -------
+    ndarray, shape (n, p) (or (p,) for one query)
+    """
+    Q, U, V, single = _check_inputs(mixture, queries, U, V)
+    return _out(Q @ U.T @ mixture.second_moment() @ V.T, single)
+
+
+def effective_sample_fraction(mixture: GaussianMixture, queries: Any, U: Any) -> np.ndarray:
+    r"""Kish's effective sample fraction :math:`(\mathbb E w)^2/\mathbb E w^2 = e^{2K(a) - K(2a)}`, :math:`w = e^{a^\top X}`, :math:`a = Uz`.
+
+    A prompt of :math:`L` tokens weighs like :math:`L \cdot` this many equally weighted
+    tokens. For a Gaussian :math:`\mathcal N(m, \Gamma)` it equals :math:`e^{-a^\top\Gamma a}`.
+
+    Returns
+    -------
+    ndarray, shape (n,) (or a float for one query)
+    """
+    Q, U, _, single = _check_inputs(mixture, queries, U)
+    A = Q @ U.T
+    log_frac = 2.0 * mixture.log_mgf(A) - mixture.log_mgf(2.0 * A)
+    out = np.exp(np.minimum(log_frac, 0.0))
+    return float(out[0]) if single else out
+
+
+def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""The finite-prompt error constant :math:`\lim_{L\to\infty} L\,\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2`.
+
+    .. math::
+
+        C(z) = e^{K(2a) - 2K(a)}\;\mathbb E_{\mu_{2a}}\|VX - T[\mu](z)\|^2, \qquad a = Uz,
+
+    where :math:`\mu_{2a}` is the mixture tilted by :math:`2a`: with gates
+    :math:`\beta_k` of that tilt, :math:`\mathbb E_{\mu_{2a}}\|VX - T\|^2 = \sum_k\beta_k
+    [\operatorname{tr}(V\Gamma_kV^\top) + \|V(m_k + 2\Gamma_k a) - T\|^2]`. For a Gaussian
+    it reduces to :math:`e^{\kappa}(\operatorname{tr}V\Gamma V^\top + \|V\Gamma a\|^2)`,
+    :math:`\kappa = a^\top\Gamma a`.
+
+    Returns
+    -------
+    ndarray, shape (n,) (or a float for one query)
+    """
+    Q, U, V, single = _check_inputs(mixture, queries, U, V)
+    A = Q @ U.T
+    T = softmax_attention_limit(mixture, Q, U, V)  # (n, p)
+    logits2 = mixture.tilt_logits(2.0 * A)
+    beta = softmax(logits2, axis=-1)  # (n, K)
+    means2 = mixture.means[None] + 2.0 * np.einsum("kij,nj->nki", mixture.covs, A)  # (n, K, d)
+    trace = np.einsum("pi,kij,pj->k", V, mixture.covs, V)  # (K,)
+    resid = means2 @ V.T - T[:, None, :]  # (n, K, p)
+    spread = np.einsum("nk,nk->n", beta, trace[None, :] + np.sum(resid**2, axis=-1))
+    log_ratio = logsumexp(logits2, axis=-1) - 2.0 * logsumexp(mixture.tilt_logits(A), axis=-1)
+    out = np.exp(log_ratio) * spread
+    return float(out[0]) if single else out

@@ -1,0 +1,101 @@
+r"""Gauss–Hermite expectations under a Gaussian or a Gaussian mixture.
+
+For :math:`X\sim\mathcal N(m,\Gamma)` and :math:`\Gamma = RR^\top`,
+
+.. math::
+
+    \mathbb E f(X) = \mathbb E f(m + R\xi) \approx \sum_{i} w_i\, f(m + R\xi_i),
+
+with the tensor-product rule built from the :math:`n`-point probabilists' Gauss–Hermite
+rule in each of the :math:`d` directions (weight :math:`e^{-t^2/2}/\sqrt{2\pi}`). It is exact
+for polynomials of degree :math:`\le 2n-1` in each coordinate, and converges
+geometrically for smooth (analytic) integrands, which is why population risks in low
+dimension come out to about 1e-12. A mixture is a weighted sum of such rules.
+
+The cost is :math:`n^d` nodes per component: keep :math:`d` small (up to 3 or 4), or
+integrate over the few directions the integrand depends on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ._validation import as_float_array, check_positive
+from .mixtures import GaussianMixture
+
+__all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation"]
+
+
+def gauss_hermite(n_points: int, dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    r"""The tensor-product probabilists' Gauss–Hermite rule for :math:`\mathcal N(0, I_d)`.
+
+    Returns
+    -------
+    nodes : ndarray, shape (n_points**dim, dim)
+    weights : ndarray, shape (n_points**dim,)
+        Positive, summing to one.
+    """
+    check_positive(n_points, "n_points", integer=True)
+    check_positive(dim, "dim", integer=True)
+    if n_points**dim > 5_000_000:
+        raise ValueError(f"n_points**dim = {n_points**dim} nodes is too many; lower n_points or dim")
+    t, w = np.polynomial.hermite_e.hermegauss(int(n_points))
+    w = w / np.sqrt(2.0 * np.pi)
+    grids = np.meshgrid(*([t] * dim), indexing="ij")
+    wgrids = np.meshgrid(*([w] * dim), indexing="ij")
+    nodes = np.stack([g.ravel() for g in grids], axis=1)
+    weights = np.prod(np.stack([g.ravel() for g in wgrids], axis=1), axis=1)
+    return nodes, weights / weights.sum()
+
+
+def _sqrt_psd(cov: np.ndarray) -> np.ndarray:
+    eig, vec = np.linalg.eigh(cov)
+    return vec * np.sqrt(np.clip(eig, 0.0, None))
+
+
+def gaussian_nodes(mean: Any, cov: Any, n_points: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    r"""Nodes :math:`m + R\xi_i` and weights :math:`w_i` with :math:`\sum_i w_i f(x_i)\approx\mathbb E_{\mathcal N(m,\Gamma)} f`.
+
+    ``cov`` may be singular (a degenerate Gaussian or a point mass).
+    """
+    mean = as_float_array(mean, "mean", ndim=1)
+    cov = as_float_array(cov, "cov", ndim=2)
+    if cov.shape != (mean.size, mean.size):
+        raise ValueError(f"cov must have shape ({mean.size}, {mean.size}), got {cov.shape}")
+    xi, w = gauss_hermite(n_points, mean.size)
+    return mean + xi @ _sqrt_psd(cov).T, w
+
+
+def mixture_nodes(mixture: GaussianMixture, n_points: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Quadrature nodes for a mixture: each component's rule, weighted by :math:`\pi_k`.
+
+    Returns
+    -------
+    nodes : ndarray, shape (K * N, d)
+    weights : ndarray, shape (K * N,)
+        :math:`\pi_k w_i`, summing to one.
+    labels : ndarray of int, shape (K * N,)
+        The component of each node (for per-component risks).
+    """
+    if not isinstance(mixture, GaussianMixture):
+        raise TypeError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
+    xi, w = gauss_hermite(n_points, mixture.dim)
+    nodes = [m + xi @ _sqrt_psd(c).T for m, c in zip(mixture.means, mixture.covs)]
+    weights = np.concatenate([p * w for p in mixture.weights])
+    labels = np.repeat(np.arange(mixture.n_components), w.size)
+    return np.concatenate(nodes), weights, labels
+
+
+def expectation(f: Callable[[np.ndarray], Any], mixture: GaussianMixture, n_points: int = 20) -> np.ndarray:
+    r""":math:`\mathbb E_\mu f(X)` for a mixture :math:`\mu`, by Gauss–Hermite quadrature.
+
+    ``f`` maps an (N, d) array of points to an array whose first axis has length N; the
+    result has the remaining shape.
+    """
+    nodes, weights, _ = mixture_nodes(mixture, n_points)
+    vals = np.asarray(f(nodes), dtype=np.float64)
+    if vals.shape[:1] != (nodes.shape[0],):
+        raise ValueError(f"f must return an array whose first axis has length {nodes.shape[0]}, got {vals.shape}")
+    return np.tensordot(weights, vals, axes=(0, 0))

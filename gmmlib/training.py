@@ -1,0 +1,136 @@
+r"""The one training loop every chapter uses.
+
+:func:`train` runs a seeded optimisation of a torch model on freshly sampled batches
+(online learning: each step draws new prompts), shows a tqdm progress bar, and returns
+a :class:`History`. Batches come from a numpy ``Generator`` seeded by ``seed``, so two
+runs with the same seed print the same numbers; no global random state is touched.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+__all__ = ["History", "train"]
+
+
+@dataclass
+class History:
+    """What a training run recorded.
+
+    Attributes
+    ----------
+    step : list of int
+        The steps at which the loss (and metrics) were logged.
+    loss : list of float
+        The training loss on that step's batch.
+    metrics : dict of str to list of float
+        Values of ``eval_fn`` at the logged steps (one list per key).
+    """
+
+    step: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+
+    def as_arrays(self) -> dict[str, np.ndarray]:
+        """The record as numpy arrays: ``step``, ``loss`` and each metric."""
+        out = {"step": np.asarray(self.step), "loss": np.asarray(self.loss)}
+        out.update({k: np.asarray(v) for k, v in self.metrics.items()})
+        return out
+
+
+def train(
+    model: torch.nn.Module,
+    sample_batch: Callable[[np.random.Generator], Any],
+    loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
+    *,
+    steps: int,
+    lr: float,
+    seed: int,
+    optimizer: str = "adam",
+    clip_norm: float | None = None,
+    log_every: int = 10,
+    eval_fn: Callable[[torch.nn.Module], dict[str, float]] | None = None,
+    progress: bool = True,
+    desc: str = "training",
+) -> History:
+    r"""Train ``model`` by (stochastic) gradient steps on fresh batches.
+
+    At each step: ``batch = sample_batch(rng)``, ``loss = loss_fn(model, batch)``, a
+    backward pass, optional clipping of the global gradient norm at ``clip_norm``, and an
+    optimiser step with learning rate ``lr``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    sample_batch : callable
+        ``rng -> batch``; draws a fresh batch from the numpy Generator ``rng``.
+    loss_fn : callable
+        ``(model, batch) -> scalar tensor``.
+    steps : int
+        Number of optimisation steps.
+    lr : float
+        Learning rate.
+    seed : int
+        Seed of the batch generator.
+    optimizer : {"adam", "sgd"}
+    clip_norm : float, optional
+        Clip the gradient norm at this value.
+    log_every : int
+        Record the loss (and ``eval_fn``) every this many steps, and at the last step.
+    eval_fn : callable, optional
+        ``model -> dict of floats``, evaluated without gradients at logged steps.
+    progress : bool
+        Show a tqdm progress bar.
+    desc : str
+        The progress bar's label.
+
+    Returns
+    -------
+    History
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    if isinstance(log_every, bool) or not isinstance(log_every, (int, np.integer)) or log_every < 1:
+        raise ValueError(f"log_every must be a positive integer, got {log_every!r}")
+    if clip_norm is not None and not (clip_norm > 0):
+        raise ValueError(f"clip_norm must be positive, got {clip_norm!r}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if optimizer == "adam":
+        opt = torch.optim.Adam(params, lr=lr)
+    elif optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=lr)
+    else:
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    rng = np.random.default_rng(seed)
+    history = History()
+    bar = tqdm(range(int(steps)), desc=desc, disable=not progress, mininterval=1.0, leave=False)
+    for step in bar:
+        batch = sample_batch(rng)
+        loss = loss_fn(model, batch)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"the loss became {loss.item()} at step {step}; lower lr or clip gradients")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(params, clip_norm)
+        opt.step()
+        if step % log_every == 0 or step == steps - 1:
+            history.step.append(step)
+            history.loss.append(float(loss.detach()))
+            if eval_fn is not None:
+                with torch.no_grad():
+                    for key, val in eval_fn(model).items():
+                        history.metrics.setdefault(key, []).append(float(val))
+            bar.set_postfix(loss=f"{float(loss.detach()):.4g}", refresh=False)
+    bar.close()
+    return history

@@ -1,0 +1,38 @@
+"""Shared fixtures and hypothesis strategies for gmmlib's tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from gmmlib import GaussianMixture
+
+
+def random_spd(rng: np.random.Generator, d: int, scale: float = 1.0) -> np.ndarray:
+    A = rng.standard_normal((d, d))
+    return scale * (A @ A.T / d + 0.2 * np.eye(d))
+
+
+def random_mixture(rng: np.random.Generator, K: int, d: int) -> GaussianMixture:
+    w = rng.dirichlet(np.ones(K) * 2.0)
+    return GaussianMixture(w, rng.normal(size=(K, d)), np.stack([random_spd(rng, d, 0.5) for _ in range(K)]))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def mixture2d() -> GaussianMixture:
+    return GaussianMixture(
+        [0.3, 0.7],
+        [[1.0, 0.0], [-1.0, 0.5]],
+        [0.5 * np.eye(2), [[0.3, 0.1], [0.1, 0.2]]],
+    )
+
+
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+dims = st.integers(min_value=1, max_value=4)
+ncomp = st.integers(min_value=1, max_value=4)

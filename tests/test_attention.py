@@ -1,0 +1,157 @@
+"""Finite-prompt attention against a naive loop, its invariances, stability and validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gmmlib import linear_attention, softmax_attention
+from gmmlib.attention import AttentionHead, MultiHeadAttention, attention_weights
+
+from .conftest import seeds
+
+
+def naive_softmax(tokens, q, U, V):
+    s = np.array([z @ U @ q for z in tokens])
+    w = np.exp(s - s.max())
+    w /= w.sum()
+    return V @ sum(wj * z for wj, z in zip(w, tokens))
+
+
+def naive_linear(tokens, q, U, V):
+    return V @ sum((z @ U @ q) * z for z in tokens) / len(tokens)
+
+
+def test_matches_naive_loop(rng):
+    L, n, d, p = 37, 5, 3, 2
+    Z, Q = rng.normal(size=(L, d)), rng.normal(size=(n, d))
+    U, V = rng.normal(size=(d, d)), rng.normal(size=(p, d))
+    out = softmax_attention(Z, Q, U, V)
+    ref = np.stack([naive_softmax(Z, q, U, V) for q in Q])
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+    np.testing.assert_allclose(linear_attention(Z, Q, U, V), np.stack([naive_linear(Z, q, U, V) for q in Q]), rtol=1e-12)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (n, p)
+
+
+def test_streaming_equals_one_pass(rng):
+    Z, Q = rng.normal(size=(1000, 3)), rng.normal(size=(4, 3))
+    U, V = 3.0 * rng.normal(size=(3, 3)), rng.normal(size=(2, 3))
+    np.testing.assert_allclose(softmax_attention(Z, Q, U, V, chunk_size=7), softmax_attention(Z, Q, U, V), rtol=1e-12)
+
+
+def test_batched(rng):
+    B, L, n, d = 4, 20, 3, 2
+    Z, Q = rng.normal(size=(B, L, d)), rng.normal(size=(B, n, d))
+    U, V = rng.normal(size=(d, d)), np.eye(d)
+    out = softmax_attention(Z, Q, U, V)
+    assert out.shape == (B, n, d)
+    for b in range(B):
+        np.testing.assert_allclose(out[b], softmax_attention(Z[b], Q[b], U, V), rtol=1e-13)
+    shared = softmax_attention(Z, Q[0], U, V)  # same queries for every prompt
+    np.testing.assert_allclose(shared[1], softmax_attention(Z[1], Q[0], U, V), rtol=1e-13)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=seeds, L=st.integers(1, 30), d=st.integers(1, 4))
+def test_permuting_tokens_changes_nothing(seed, L, d):
+    rng = np.random.default_rng(seed)
+    Z, Q, U = rng.normal(size=(L, d)), rng.normal(size=(3, d)), rng.normal(size=(d, d))
+    perm = rng.permutation(L)
+    np.testing.assert_allclose(softmax_attention(Z[perm], Q, U, np.eye(d)), softmax_attention(Z, Q, U, np.eye(d)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(linear_attention(Z[perm], Q, U, np.eye(d)), linear_attention(Z, Q, U, np.eye(d)), rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=seeds, shift=st.floats(-50.0, 50.0))
+def test_adding_a_constant_to_every_score_changes_nothing(seed, shift):
+    # Augment the tokens with a constant coordinate 1 and the query with 1:
+    # U' = [[U, 0], [0, c]] adds c to every score z_j^T U z.
+    rng = np.random.default_rng(seed)
+    d = 3
+    Z, Q, U = rng.normal(size=(15, d)), rng.normal(size=(2, d)), rng.normal(size=(d, d))
+    Z1, Q1 = np.column_stack([Z, np.ones(15)]), np.column_stack([Q, np.ones(2)])
+    U1 = np.zeros((d + 1, d + 1))
+    U1[:d, :d] = U
+    U1[d, d] = shift
+    V1 = np.eye(d + 1)[:d]
+    np.testing.assert_allclose(softmax_attention(Z1, Q1, U1, V1), softmax_attention(Z, Q, U, np.eye(d)), rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds)
+def test_huge_U_selects_the_argmax(seed):
+    rng = np.random.default_rng(seed)
+    Z, q = rng.normal(size=(25, 3)), rng.normal(size=3)
+    U = 1e6 * np.eye(3)
+    out = softmax_attention(Z, q[None], U, np.eye(3))[0]
+    assert np.all(np.isfinite(out))
+    scores = Z @ q
+    if np.sort(scores)[-1] - np.sort(scores)[-2] > 1e-4:  # a unique maximiser
+        np.testing.assert_allclose(out, Z[np.argmax(scores)], rtol=1e-9, atol=1e-12)
+    w = attention_weights(Z, q, U)
+    assert np.isfinite(w).all() and np.isclose(w.sum(), 1.0)
+
+
+def test_huge_scores_streaming_finite(rng):
+    Z, Q = rng.normal(size=(5000, 2)), rng.normal(size=(3, 2))
+    out = softmax_attention(Z, Q, 1e6 * np.eye(2), np.eye(2), chunk_size=64)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, Z[np.argmax(Z @ Q.T, axis=0)], rtol=1e-6)
+
+
+def test_torch_in_torch_out_with_gradients(rng):
+    Z = torch.tensor(rng.normal(size=(10, 3)))
+    Q = torch.tensor(rng.normal(size=(2, 3)))
+    U = torch.tensor(rng.normal(size=(3, 3)), requires_grad=True)
+    V = torch.eye(3, dtype=torch.float64)
+    out = softmax_attention(Z, Q, U, V)
+    assert isinstance(out, torch.Tensor)
+    out.sum().backward()
+    assert U.grad is not None and torch.isfinite(U.grad).all()
+    torch.autograd.gradcheck(lambda u: softmax_attention(Z, Q, u, V, chunk_size=3), (U,))
+
+
+def test_heads_and_multihead(rng):
+    Z = torch.tensor(rng.normal(size=(4, 10, 2)))
+    Q = torch.tensor(rng.normal(size=(4, 3, 2)))
+    h1 = AttentionHead(2, kind="softmax", seed=1)
+    h2 = AttentionHead(2, kind="linear", seed=2)
+    mh = MultiHeadAttention([h1, h2], residual=True)
+    out = mh(Z, Q)
+    ref = Q + softmax_attention(Z, Q, h1.U, h1.V) + linear_attention(Z, Q, h2.U, h2.V)
+    torch.testing.assert_close(out, ref)
+    # same seed, same initialisation, and no global RNG touched
+    state = torch.random.get_rng_state()
+    torch.testing.assert_close(AttentionHead(2, seed=1).U, h1.U)
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        ((np.zeros((5, 2)), np.zeros((3, 3)), np.eye(2), np.eye(2)), "queries"),
+        ((np.zeros(5), np.zeros((3, 2)), np.eye(2), np.eye(2)), "tokens"),
+        ((np.zeros((5, 2)), np.zeros((3, 2)), np.eye(3), np.eye(2)), "U"),
+        ((np.zeros((5, 2)), np.zeros((3, 2)), np.eye(2), np.eye(3)), "V"),
+        ((np.full((5, 2), np.nan), np.zeros((3, 2)), np.eye(2), np.eye(2)), "tokens"),
+        ((np.zeros((5, 2)), np.zeros((3, 2)), np.full((2, 2), np.inf), np.eye(2)), "U"),
+        ((np.zeros((2, 5, 2)), np.zeros((3, 3, 2)), np.eye(2), np.eye(2)), "batch"),
+        ((np.zeros((0, 2)), np.zeros((3, 2)), np.eye(2), np.eye(2)), "tokens"),
+    ],
+)
+@pytest.mark.parametrize("fn", [softmax_attention, linear_attention])
+def test_bad_input_names_the_argument(fn, args, name):
+    with pytest.raises(ValueError, match=name):
+        fn(*args)
+
+
+def test_bad_types():
+    with pytest.raises(TypeError, match="tokens"):
+        softmax_attention("abc", np.zeros((1, 2)), np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match="chunk_size"):
+        softmax_attention(np.zeros((3, 2)), np.zeros((1, 2)), np.eye(2), np.eye(2), chunk_size=0)
+    with pytest.raises(ValueError, match="kind"):
+        AttentionHead(2, kind="cosine")

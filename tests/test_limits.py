@@ -1,0 +1,97 @@
+"""The closed-form limits against long finite prompts, quadrature and their special cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from scipy import integrate
+
+from gmmlib import GaussianMixture, linear_attention, linear_attention_limit, softmax_attention, softmax_attention_limit
+from gmmlib.limits import attention_gates, effective_sample_fraction, finite_prompt_mse
+
+from .conftest import dims, ncomp, random_mixture, seeds
+
+
+def test_gaussian_limit_is_affine(rng):
+    m, G = np.array([0.5, -0.3]), np.array([[1.0, 0.3], [0.3, 0.5]])
+    gm = GaussianMixture.gaussian(m, G)
+    U, V = rng.normal(size=(2, 2)), rng.normal(size=(3, 2))
+    Q = rng.normal(size=(6, 2))
+    np.testing.assert_allclose(softmax_attention_limit(gm, Q, U, V), (m + Q @ U.T @ G) @ V.T, rtol=1e-12)
+    gm0 = GaussianMixture.gaussian(np.zeros(2), G)
+    np.testing.assert_allclose(softmax_attention_limit(gm0, Q, U, V), linear_attention_limit(gm0, Q, U, V), rtol=1e-12, atol=1e-14)
+
+
+def test_one_dimensional_limit_by_quadrature():
+    gm = GaussianMixture([0.4, 0.6], [[-1.0], [1.5]], [[[0.3]], [[0.8]]])
+    U, V = np.array([[0.9]]), np.array([[2.0]])
+    for z in (-1.0, 0.2, 1.3):
+        a = U[0, 0] * z
+        dens = lambda x: np.exp(gm.log_prob(np.array([[x]]))[0])  # noqa: E731
+        num = integrate.quad(lambda x: np.exp(a * x) * V[0, 0] * x * dens(x), -30, 30)[0]
+        den = integrate.quad(lambda x: np.exp(a * x) * dens(x), -30, 30)[0]
+        assert np.isclose(softmax_attention_limit(gm, [z], U, V)[0], num / den, rtol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, K=ncomp, d=dims)
+def test_limit_is_tilted_mean(seed, K, d):
+    rng = np.random.default_rng(seed)
+    gm = random_mixture(rng, K, d)
+    U, V, z = rng.normal(size=(d, d)), rng.normal(size=(2, d)), rng.normal(size=d)
+    np.testing.assert_allclose(softmax_attention_limit(gm, z, U, V), V @ gm.tilt(U @ z).mean(), rtol=1e-9, atol=1e-12)
+    g = attention_gates(gm, z, U)
+    np.testing.assert_allclose(g, gm.tilt(U @ z).weights, rtol=1e-9, atol=1e-15)
+
+
+def test_long_prompt_converges(mixture2d, rng):
+    U, V = np.array([[0.8, 0.1], [0.0, 0.6]]), np.array([[1.0, 0.5]])
+    Q = rng.normal(size=(5, 2))
+    X, _ = mixture2d.sample(10**6, 11)
+    T = softmax_attention_limit(mixture2d, Q, U, V)
+    C = finite_prompt_mse(mixture2d, Q, U, V)
+    # |T_L - T| is about sqrt(C / L); allow 5 of those.
+    assert np.all(np.abs(softmax_attention(X, Q, U, V) - T)[:, 0] < 5 * np.sqrt(C / 10**6))
+    np.testing.assert_allclose(linear_attention(X, Q, U, V), linear_attention_limit(mixture2d, Q, U, V), atol=0.02)
+
+
+def test_finite_prompt_law_gaussian_special_case(rng):
+    G = np.array([[1.0, 0.3], [0.3, 0.5]])
+    gm = GaussianMixture.gaussian([0.5, -0.3], G)
+    U, V, Q = rng.normal(size=(2, 2)), rng.normal(size=(3, 2)), rng.normal(size=(4, 2))
+    A = Q @ U.T
+    kappa = np.einsum("ni,ij,nj->n", A, G, A)
+    expected = np.exp(kappa) * (np.trace(V @ G @ V.T) + np.sum((A @ G @ V.T) ** 2, axis=1))
+    np.testing.assert_allclose(finite_prompt_mse(gm, Q, U, V), expected, rtol=1e-10)
+    np.testing.assert_allclose(effective_sample_fraction(gm, Q, U), np.exp(-kappa), rtol=1e-10)
+
+
+def test_finite_prompt_law_mixture_monte_carlo(mixture2d):
+    U, V = np.array([[0.8, 0.1], [0.0, 0.6]]), np.array([[1.0, 0.5]])
+    z = np.array([[0.7, -0.4]])
+    T = softmax_attention_limit(mixture2d, z, U, V)
+    L, R = 2000, 1000
+    rng = np.random.default_rng(5)
+    X = np.stack([mixture2d.sample(L, rng)[0] for _ in range(R)])
+    err = L * np.sum((softmax_attention(X, z, U, V)[:, 0] - T) ** 2, axis=-1)
+    assert abs(err.mean() - finite_prompt_mse(mixture2d, z, U, V)[0]) < 4 * err.std() / np.sqrt(R) + 0.01
+
+
+def test_extreme_scales_finite(mixture2d):
+    U = 1e6 * np.eye(2)
+    Q = np.array([[1.0, 0.0], [-1.0, 2.0]])
+    assert np.all(np.isfinite(softmax_attention_limit(mixture2d, Q, U, np.eye(2))))
+    assert np.all(np.isfinite(attention_gates(mixture2d, Q, U)))
+    assert np.all(effective_sample_fraction(mixture2d, Q, U) >= 0)
+
+
+def test_bad_input(mixture2d):
+    with pytest.raises(TypeError, match="mixture"):
+        softmax_attention_limit("gm", np.zeros((1, 2)), np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match="queries"):
+        softmax_attention_limit(mixture2d, np.zeros((1, 3)), np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match="U"):
+        linear_attention_limit(mixture2d, np.zeros((1, 2)), np.eye(3), np.eye(2))
+    with pytest.raises(ValueError, match="V"):
+        softmax_attention_limit(mixture2d, np.zeros((1, 2)), np.eye(2), np.eye(3))

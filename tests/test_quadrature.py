@@ -1,0 +1,49 @@
+"""Gauss–Hermite quadrature against closed forms and Monte Carlo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gmmlib import GaussianMixture
+from gmmlib.quadrature import expectation, gauss_hermite, gaussian_nodes, mixture_nodes
+
+
+def test_moments_exact(mixture2d):
+    m2 = expectation(lambda X: np.einsum("ni,nj->nij", X, X), mixture2d, 8)
+    np.testing.assert_allclose(m2, mixture2d.second_moment(), rtol=1e-13)
+    np.testing.assert_allclose(expectation(lambda X: X, mixture2d, 3), mixture2d.mean(), rtol=1e-13)
+
+
+def test_log_partition_of_tilt(mixture2d):
+    a = np.array([0.7, -0.4])
+    Z = expectation(lambda X: np.exp(X @ a), mixture2d, 30)
+    assert abs(np.log(Z) - mixture2d.log_mgf(a)) < 1e-12
+
+
+def test_smooth_nonpolynomial_matches_monte_carlo(mixture2d):
+    f = lambda X: np.log1p(np.exp(-(X[:, 0] - 0.5 * X[:, 1])))  # noqa: E731  a logistic loss
+    q = expectation(f, mixture2d, 40)
+    X, _ = mixture2d.sample(2_000_000, 1)
+    v = f(X)
+    assert abs(q - v.mean()) < 4 * v.std() / np.sqrt(v.size)
+    assert abs(q - expectation(f, mixture2d, 60)) < 1e-12  # converged
+
+
+def test_weights_and_degenerate():
+    x, w = gauss_hermite(10, 2)
+    assert x.shape == (100, 2) and np.isclose(w.sum(), 1.0) and np.all(w > 0)
+    nodes, w = gaussian_nodes([1.0, 2.0], np.zeros((2, 2)), 5)
+    np.testing.assert_allclose(nodes, np.tile([1.0, 2.0], (25, 1)))
+    gm = GaussianMixture([0.2, 0.8], [[0.0], [1.0]], [[[1.0]], [[0.0]]])
+    nodes, w, lab = mixture_nodes(gm, 7)
+    assert np.isclose(w[lab == 0].sum(), 0.2) and np.isclose(w @ nodes[:, 0], 0.8)
+
+
+def test_bad_input(mixture2d):
+    with pytest.raises(ValueError, match="n_points"):
+        gauss_hermite(0)
+    with pytest.raises(TypeError, match="mixture"):
+        mixture_nodes("x")
+    with pytest.raises(ValueError, match="first axis"):
+        expectation(lambda X: np.zeros(3), mixture2d, 4)
