@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from ._validation import as_float_array
+from ._validation import as_float_array, check_positive, check_rng
 from .mixtures import GaussianMixture
 
 __all__ = [
@@ -45,7 +45,9 @@ __all__ = [
     "softmax_attention_limit",
     "linear_attention_limit",
     "finite_prompt_mse",
+    "finite_prompt_mse_correction",
     "effective_sample_fraction",
+    "prompt_errors",
 ]
 
 
@@ -145,8 +147,21 @@ def effective_sample_fraction(mixture: GaussianMixture, queries: Any, U: Any) ->
     return float(out[0]) if single else out
 
 
+def _tilted_spread(mixture: GaussianMixture, A: np.ndarray, k: float, T: np.ndarray, V: np.ndarray):
+    r"""For the tilt by :math:`ka`: :math:`K(ka) - kK(a)`, :math:`\mathbb E_{\mu_{ka}}\|VX - T\|^2` and :math:`V\mathbb E_{\mu_{ka}}X - T`."""
+    logits = mixture.tilt_logits(k * A)
+    beta = softmax(logits, axis=-1)  # (n, K)
+    means = mixture.means[None] + k * np.einsum("kij,nj->nki", mixture.covs, A)  # (n, K, d)
+    trace = np.einsum("pi,kij,pj->k", V, mixture.covs, V)  # (K,)
+    resid = means @ V.T - T[:, None, :]  # (n, K, p)
+    spread = np.einsum("nk,nk->n", beta, trace[None, :] + np.sum(resid**2, axis=-1))
+    bias = np.einsum("nk,nkp->np", beta, resid)
+    log_ratio = logsumexp(logits, axis=-1) - k * logsumexp(mixture.tilt_logits(A), axis=-1)
+    return log_ratio, spread, bias
+
+
 def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
-    r"""The finite-prompt error constant :math:`\lim_{L\to\infty} L\,\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2`.
+    r"""The finite-prompt error constant :math:`C(z) = \lim_{L\to\infty} L\,\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2`.
 
     .. math::
 
@@ -164,13 +179,84 @@ def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) ->
     """
     Q, U, V, single = _check_inputs(mixture, queries, U, V)
     A = Q @ U.T
-    T = softmax_attention_limit(mixture, Q, U, V)  # (n, p)
-    logits2 = mixture.tilt_logits(2.0 * A)
-    beta = softmax(logits2, axis=-1)  # (n, K)
-    means2 = mixture.means[None] + 2.0 * np.einsum("kij,nj->nki", mixture.covs, A)  # (n, K, d)
-    trace = np.einsum("pi,kij,pj->k", V, mixture.covs, V)  # (K,)
-    resid = means2 @ V.T - T[:, None, :]  # (n, K, p)
-    spread = np.einsum("nk,nk->n", beta, trace[None, :] + np.sum(resid**2, axis=-1))
-    log_ratio = logsumexp(logits2, axis=-1) - 2.0 * logsumexp(mixture.tilt_logits(A), axis=-1)
+    T = softmax_attention_limit(mixture, Q, U, V)
+    log_ratio, spread, _ = _tilted_spread(mixture, A, 2.0, T, V)
     out = np.exp(log_ratio) * spread
     return float(out[0]) if single else out
+
+
+def finite_prompt_mse_correction(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""The next term :math:`c_1(z)` of :math:`L\,\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2 = C(z) + c_1(z)/L + O(L^{-2})`.
+
+    With normalised weights :math:`\tilde w = e^{a^\top X}/\mathbb E e^{a^\top X}` and
+    :math:`f = VX - T[\mu](z)`, expanding :math:`1/D^2` around the mean of the
+    denominator :math:`D = \frac1L\sum_j\tilde w_j` gives
+
+    .. math::
+
+        c_1 = -2\big(\mathbb E[\tilde w^3\|f\|^2] - C\big)
+              + 3\big(C\operatorname{Var}\tilde w + 2\|\mathbb E[\tilde w^2 f]\|^2\big),
+
+    each moment computed by tilting: :math:`\mathbb E[\tilde w^k g(X)] = e^{K(ka) - kK(a)}\,
+    \mathbb E_{\mu_{ka}} g(X)`. For a Gaussian the leading part is
+    :math:`-2e^{3\kappa}(\operatorname{tr}V\Gamma V^\top + 4\|V\Gamma a\|^2)`: the
+    relative correction :math:`c_1/(CL)` is of order :math:`e^{2\kappa}/L`, so the law
+    :math:`C/L` is accurate only once :math:`L \gg e^{2\kappa}`.
+
+    Returns
+    -------
+    ndarray, shape (n,) (or a float for one query)
+    """
+    Q, U, V, single = _check_inputs(mixture, queries, U, V)
+    A = Q @ U.T
+    T = softmax_attention_limit(mixture, Q, U, V)
+    lr2, spread2, bias2 = _tilted_spread(mixture, A, 2.0, T, V)
+    lr3, spread3, _ = _tilted_spread(mixture, A, 3.0, T, V)
+    C = np.exp(lr2) * spread2
+    third = np.exp(lr3) * spread3
+    var_w = np.expm1(lr2)
+    cross = np.exp(2.0 * lr2) * np.sum(bias2**2, axis=-1)
+    out = -2.0 * (third - C) + 3.0 * (C * var_w + 2.0 * cross)
+    return float(out[0]) if single else out
+
+
+def prompt_errors(
+    mixture: GaussianMixture,
+    queries: Any,
+    U: Any,
+    V: Any,
+    *,
+    length: int,
+    n_prompts: int,
+    rng: Any,
+    max_tokens: int = 2_000_000,
+) -> np.ndarray:
+    r"""Monte Carlo squared errors :math:`\|T[\hat\mu_L](z) - T[\mu](z)\|^2` over independent prompts.
+
+    Draws ``n_prompts`` prompts of ``length`` i.i.d. tokens from ``mixture`` (at most
+    ``max_tokens`` tokens in memory at once), runs finite softmax attention
+    (:func:`gmmlib.attention.softmax_attention`) and compares with the closed-form limit
+    :func:`softmax_attention_limit`.
+
+    Returns
+    -------
+    ndarray, shape (n_prompts, n)
+        One squared error per prompt and query; their mean estimates
+        :math:`\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2`, their standard deviation over
+        :math:`\sqrt{\text{n\_prompts}}` its standard error.
+    """
+    from .attention import softmax_attention
+
+    Q, U, V, _ = _check_inputs(mixture, queries, U, V)
+    check_positive(length, "length", integer=True)
+    check_positive(n_prompts, "n_prompts", integer=True)
+    check_positive(max_tokens, "max_tokens", integer=True)
+    rng = check_rng(rng)
+    T = softmax_attention_limit(mixture, Q, U, V)
+    per_batch = max(1, int(max_tokens) // int(length))
+    errors = []
+    for start in range(0, int(n_prompts), per_batch):
+        b = min(per_batch, int(n_prompts) - start)
+        X = mixture.sample_prompts(b, int(length), rng)
+        errors.append(np.sum((softmax_attention(X, Q, U, V) - T[None]) ** 2, axis=-1))
+    return np.concatenate(errors, axis=0)

@@ -188,9 +188,24 @@ class GaussianMixture:
         check_positive(n, "n", integer=True, allow_zero=True)
         rng = check_rng(rng)
         labels = rng.choice(self.n_components, size=int(n), p=self.weights)
-        eps = rng.standard_normal((int(n), self.dim))
-        X = self.means[labels] + np.einsum("nij,nj->ni", self._factors()[labels], eps)
+        X = rng.standard_normal((int(n), self.dim))
+        factors = self._factors()
+        for k in range(self.n_components):
+            idx = labels == k
+            X[idx] = self.means[k] + X[idx] @ factors[k].T
         return X, labels
+
+    def sample_prompts(self, n_prompts: int, length: int, rng: Any) -> np.ndarray:
+        r"""Draw ``n_prompts`` independent prompts of ``length`` i.i.d. tokens each.
+
+        Returns
+        -------
+        ndarray, shape (n_prompts, length, d)
+        """
+        check_positive(n_prompts, "n_prompts", integer=True)
+        check_positive(length, "length", integer=True)
+        X, _ = self.sample(int(n_prompts) * int(length), rng)
+        return X.reshape(int(n_prompts), int(length), self.dim)
 
     # ------------------------------------------------------------------ densities
     def _check_points(self, X: Any, name: str = "X") -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text bar on stderr: hidden in the HTML (nb_output_stderr: remove), readable in Colab
 
 __all__ = ["History", "train"]
 

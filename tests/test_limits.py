@@ -95,3 +95,28 @@ def test_bad_input(mixture2d):
         linear_attention_limit(mixture2d, np.zeros((1, 2)), np.eye(3), np.eye(2))
     with pytest.raises(ValueError, match="V"):
         softmax_attention_limit(mixture2d, np.zeros((1, 2)), np.eye(2), np.eye(3))
+
+
+def test_prompt_errors_and_correction_against_monte_carlo():
+    # kappa = 1 Gaussian prompt: L * MSE at L = 300 should match C + c1 / L within 4 standard errors.
+    from gmmlib.limits import finite_prompt_mse_correction, prompt_errors
+
+    G = np.array([[1.0, 0.4], [0.4, 0.6]])
+    gm = GaussianMixture.gaussian([0.5, -0.5], G)
+    z, V = np.array([1.0, 0.5]), np.array([[1.0, 0.0], [0.5, 1.0]])
+    U0 = np.array([[1.0, 0.0], [0.3, 1.0]])
+    a0 = U0 @ z
+    U = U0 / np.sqrt(a0 @ G @ a0)  # kappa = 1
+    L = 300
+    err = L * prompt_errors(gm, z, U, V, length=L, n_prompts=3000, rng=4)[:, 0]
+    C, c1 = finite_prompt_mse(gm, z, U, V), finite_prompt_mse_correction(gm, z, U, V)
+    assert abs(err.mean() - (C + c1 / L)) < 4 * err.std() / np.sqrt(err.size)
+    t, g = np.trace(V @ G @ V.T), np.sum((V @ G @ (U @ z)) ** 2)
+    expected_c1 = -2 * (np.exp(3) * (t + 4 * g) - C) + 3 * (C * (np.e - 1) + 2 * np.exp(2) * g)
+    assert np.isclose(c1, expected_c1, rtol=1e-10)
+
+
+def test_sample_prompts_shape_and_seed(mixture2d):
+    P = mixture2d.sample_prompts(3, 5, 0)
+    assert P.shape == (3, 5, 2)
+    np.testing.assert_array_equal(P, mixture2d.sample_prompts(3, 5, 0))

@@ -1,0 +1,98 @@
+"""Book-level checks that need no execution: how notebooks are stored, and the toc.
+
+The executed, strict build (``make test``) checks the rest: every cell runs and every
+cross-reference resolves.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
+PAGES = sorted(p for p in BOOK.rglob("*") if p.suffix in {".ipynb", ".md"}
+               and ".ipynb_checkpoints" not in p.parts)
+
+
+def _load_sync_script():
+    path = ROOT / "scripts" / "sync_setup_cells.py"
+    spec = importlib.util.spec_from_file_location("sync_setup_cells", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _toc_files(node) -> list[str]:
+    """Every ``file:`` and ``root:`` entry of a (nested) jb-book toc."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("file", "root") and isinstance(value, str):
+                found.append(value)
+            else:
+                found.extend(_toc_files(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_toc_files(item))
+    return found
+
+
+def _strip_suffix(path: str) -> str:
+    for suffix in (".ipynb", ".md"):
+        if path.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
+
+
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+TOC_ENTRIES = [_strip_suffix(f) for f in _toc_files(TOC)]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "book/ holds no notebook"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_stored_without_outputs(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+             and (c.get("outputs") or c.get("execution_count") is not None)]
+    assert not dirty, (f"{path.name}: code cells {dirty} have outputs or an execution count; "
+                       "clear them before committing (Kernel > Restart & Clear Output)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_kernel_is_python3(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    name = nb.get("metadata", {}).get("kernelspec", {}).get("name")
+    assert name == "python3", f"{path.name}: kernelspec name is {name!r}, expected 'python3'"
+
+
+def test_setup_cells_are_canonical():
+    problems = _load_sync_script().check(ROOT)
+    assert not problems, "setup cells differ from the canonical one (run `make sync`):\n" + \
+        "\n".join(f"  {p.relative_to(ROOT)}: {why}" for p, why in problems)
+
+
+def test_every_book_page_is_in_the_toc():
+    listed = set(TOC_ENTRIES)
+    missing = [p.relative_to(ROOT).as_posix() for p in PAGES
+               if _strip_suffix(p.relative_to(ROOT).as_posix()) not in listed]
+    assert not missing, f"pages under book/ missing from _toc.yml: {missing}"
+
+
+def test_every_toc_entry_exists():
+    missing = [e for e in TOC_ENTRIES
+               if not any((ROOT / (e + s)).is_file() for s in (".ipynb", ".md"))]
+    assert not missing, f"_toc.yml entries with no .ipynb/.md file: {missing}"
+
+
+def test_toc_entries_are_unique():
+    dupes = sorted({e for e in TOC_ENTRIES if TOC_ENTRIES.count(e) > 1})
+    assert not dupes, f"_toc.yml lists these pages more than once: {dupes}"
