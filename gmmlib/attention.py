@@ -30,6 +30,7 @@ __all__ = [
     "softmax_attention",
     "linear_attention",
     "attention_weights",
+    "softmax_attention_path",
     "AttentionHead",
     "MultiHeadAttention",
 ]
@@ -169,6 +170,52 @@ def softmax_attention(tokens: Any, queries: Any, U: Any, V: Any, *, chunk_size: 
             mean_token = acc / run_sum.unsqueeze(-1)
         out = mean_token @ V.T
     return _finish(out, numpy_mode, batched)
+
+
+def softmax_attention_path(tokens: Any, queries: Any, U: Any, V: Any, lengths: Any) -> np.ndarray:
+    r"""Softmax attention over the first :math:`L` tokens of one prompt, for several :math:`L` at once.
+
+    Follows a single growing prompt :math:`z_1, z_2, \dots`: row :math:`i` of the result is
+    :math:`T_{U,V}[\hat\mu_{L_i}](z)` with :math:`\hat\mu_{L}` the empirical measure of
+    :math:`z_1,\dots,z_L`. Computed with cumulative sums of :math:`e^{s_j - M}` (:math:`M` the
+    largest score of the whole prompt, so no exponential overflows) in float64.
+
+    Parameters
+    ----------
+    tokens : array_like, shape (L_max, d)
+    queries : array_like, shape (n, d)
+    U : array_like, shape (d, d)
+    V : array_like, shape (p, d)
+    lengths : array_like of int, shape (m,)
+        Prefix lengths, each between 1 and ``L_max``.
+
+    Returns
+    -------
+    ndarray, shape (m, n, p)
+
+    Notes
+    -----
+    A prefix whose scores are all far below the prompt's maximum (by more than about 700)
+    underflows; use :func:`softmax_attention` on that prefix instead.
+    """
+    Z, Q, Ut, Vt, _, batched = _prepare(tokens, queries, U, V)
+    if batched:
+        raise ValueError(f"tokens must have shape (L, d) and queries (n, d) for a path, got {tuple(Z.shape)}")
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or lengths.size == 0 or not np.issubdtype(lengths.dtype, np.integer):
+        raise ValueError("lengths must be a non-empty 1-D array of integers")
+    L = Z.shape[1]
+    if lengths.min() < 1 or lengths.max() > L:
+        raise ValueError(f"lengths must lie between 1 and the number of tokens {L}")
+    with torch.no_grad():
+        S = Z[0] @ (Q[0] @ Ut.T).T  # (L, n)
+        W = torch.exp(S - S.max(dim=0).values)
+        idx = torch.as_tensor(lengths - 1)
+        den = torch.cumsum(W, dim=0)[idx]  # (m, n)
+        num = torch.cumsum(W.unsqueeze(-1) * Z[0].unsqueeze(1), dim=0)[idx]  # (m, n, d)
+        if not bool((den > 0).all()):
+            raise FloatingPointError("a prefix's weights underflowed; use softmax_attention on it")
+        return ((num / den.unsqueeze(-1)) @ Vt.T).numpy()
 
 
 def attention_weights(tokens: Any, query: Any, U: Any) -> np.ndarray:

@@ -98,6 +98,11 @@ def _fmt(x: float) -> str:
     return f"{x:.3e}" if ax < 1e-3 or ax >= 1e5 else f"{x:.4g}"
 
 
+def _fmt_ref(x: float) -> str:
+    """A number that follows a minus sign: negative ones in parentheses."""
+    return f"({_fmt(x)})" if x < 0 else _fmt(x)
+
+
 @dataclass
 class Ledger:
     """The checks of one chapter.
@@ -195,7 +200,7 @@ class Ledger:
         err, tol = abs(vi - ri), float(bound.flat[i])
         passed = bool(np.all(excess <= 0))
         where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = f"|{_fmt(vi)} − {_fmt(ri)}| = {_fmt(err)} {'≤' if passed else '>'} {_fmt(tol)}{where}"
+        comparison = f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {_fmt(err)} {'≤' if passed else '>'} {_fmt(tol)}{where}"
         return self._record(
             CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, ri, err, tol,
                         comparison, self._text(method, "method"), self._text(why, "why"), passed, int(v.size))
@@ -234,7 +239,7 @@ class Ledger:
         passed = bool(np.all(z <= k))
         where = f" (worst of {est.size})" if est.size > 1 else ""
         comparison = (
-            f"|{_fmt(vi)} − {_fmt(ri)}| = {_fmt(abs(vi - ri))} = {float(z.flat[i]):.2f} se "
+            f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {_fmt(abs(vi - ri))} = {float(z.flat[i]):.2f} se "
             f"{'≤' if passed else '>'} {k:g} se (se = {_fmt(si)}){where}"
         )
         why = why or f"{k:g} standard errors of the estimate"

@@ -190,9 +190,13 @@ class GaussianMixture:
         labels = rng.choice(self.n_components, size=int(n), p=self.weights)
         X = rng.standard_normal((int(n), self.dim))
         factors = self._factors()
-        for k in range(self.n_components):
-            idx = labels == k
-            X[idx] = self.means[k] + X[idx] @ factors[k].T
+        # einsum, not `@`: numpy's matmul is very slow for an (n, d) @ (d, d) product with tiny d.
+        if self.n_components == 1:
+            X = self.means[0] + np.einsum("ni,ji->nj", X, factors[0])
+        else:
+            for k in range(self.n_components):
+                idx = np.flatnonzero(labels == k)
+                X[idx] = self.means[k] + np.einsum("ni,ji->nj", X[idx], factors[k])
         return X, labels
 
     def sample_prompts(self, n_prompts: int, length: int, rng: Any) -> np.ndarray:

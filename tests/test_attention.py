@@ -155,3 +155,16 @@ def test_bad_types():
         softmax_attention(np.zeros((3, 2)), np.zeros((1, 2)), np.eye(2), np.eye(2), chunk_size=0)
     with pytest.raises(ValueError, match="kind"):
         AttentionHead(2, kind="cosine")
+
+
+def test_path_matches_prefixes(rng):
+    from gmmlib.attention import softmax_attention_path
+
+    Z, Q = rng.normal(size=(500, 2)), rng.normal(size=(3, 2))
+    U, V = 2.0 * rng.normal(size=(2, 2)), rng.normal(size=(1, 2))
+    lengths = np.array([1, 7, 100, 500])
+    path = softmax_attention_path(Z, Q, U, V, lengths)
+    for i, L in enumerate(lengths):
+        np.testing.assert_allclose(path[i], softmax_attention(Z[:L], Q, U, V), rtol=1e-10)
+    with pytest.raises(ValueError, match="lengths"):
+        softmax_attention_path(Z, Q, U, V, np.array([0, 3]))
