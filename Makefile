@@ -34,6 +34,7 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP) ## Create .venv (if missing) and install the pinned requirements and gmmlib
 
 book: $(STAMP) ## Execute every notebook and write the HTML to _build/html
+	rm -rf $(BUILD)/.doctrees
 	$(JB) build .
 	@test -f $(BUILD)/html/index.html || { echo "error: $(BUILD)/html/index.html was not written" >&2; exit 1; }
 	@echo "Open $(BUILD)/html/index.html"
@@ -48,9 +49,10 @@ strict-build: $(STAMP) ## Full build from scratch; any warning fails it
 	$(JB) build . -W -n --keep-going
 	@test -f $(BUILD)/html/index.html || { echo "error: $(BUILD)/html/index.html was not written" >&2; exit 1; }
 
-test: $(STAMP) ## pytest, then the strict executed build (fails if either fails)
+test: $(STAMP) ## pytest, then the strict executed build, then the tests of the built book
 	$(MAKE) pytest
 	$(MAKE) strict-build
+	$(PY) -m pytest --built
 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
 	$(PY) scripts/sync_setup_cells.py

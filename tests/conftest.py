@@ -36,3 +36,23 @@ def mixture2d() -> GaussianMixture:
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 dims = st.integers(min_value=1, max_value=4)
 ncomp = st.integers(min_value=1, max_value=4)
+
+
+# ---------------------------------------------------------------- tests of the built book
+def pytest_addoption(parser):
+    parser.addoption("--built", action="store_true", default=False,
+                     help="run the tests marked 'built', which read a finished build in _build/")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "built: reads the finished build in _build/ (make test runs them after the build)")
+
+
+def pytest_collection_modifyitems(config, items):
+    built = config.getoption("--built")
+    keep, drop = [], []
+    for item in items:
+        (keep if ("built" in item.keywords) == built else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

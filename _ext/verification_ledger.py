@@ -1,0 +1,308 @@
+"""Sphinx extension: the book's verification ledger.
+
+Every check cell of a chapter calls a :class:`gmmlib.checks.Ledger`, which appends an
+entry (chapter, claim label, value, reference, tolerance and why, method, verdict) to
+``_build/ledger/<chapter>.json`` while the notebook executes. This extension
+
+* points those files at ``<outdir>/../ledger`` for the kernels of this build
+  (``GMMLIB_LEDGER_DIR``),
+* provides ``{unchecked} <label>``: a visible note, next to a claim, saying why it is not
+  checked numerically,
+* renders ``{verification-ledger}`` (the appendix page) after every chapter has executed,
+  from the entries of this very build: totals, then one table per chapter, each claim
+  linked to its theorem, proposition, lemma, corollary or equation,
+* writes ``_build/ledger.json`` (all entries) and ``_build/ledger_claims.json`` (every
+  claim of the book with its number of checks or its reason for having none),
+* warns — an error under ``-W`` — when a claim has neither a check nor an ``{unchecked}``
+  note, or when a recorded check failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
+
+logger = logging.getLogger(__name__)
+
+LEDGER_ENV = "GMMLIB_LEDGER_DIR"
+CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
+LEDGER_DOC_KEY = "verification_ledger_docs"
+
+
+def method_category(method: str) -> str:
+    """Group the free-text ``method`` of a check into the categories the ledger counts."""
+    m = method.lower()
+    if "train" in m or "sgd" in m or "adam" in m or "gradient descent" in m or "gradient flow" in m:
+        return "trained model or optimisation"
+    if "monte carlo" in m or "prompt" in m or "simulation" in m or "sampled" in m:
+        return "Monte Carlo"
+    if "quadrature" in m:
+        return "quadrature"
+    if "scipy" in m or "numpy.linalg" in m or "independent" in m or "tweedie" in m or "finite difference" in m:
+        return "independent computation"
+    return "closed form"
+
+
+def ledger_dir(app: Sphinx) -> Path:
+    return Path(app.outdir).parent / "ledger"
+
+
+def load_entries(folder: Path) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    for path in sorted(folder.glob("*.json")):
+        entries.extend(json.loads(path.read_text(encoding="utf-8")))
+    return entries
+
+
+class ledger_placeholder(nodes.General, nodes.Element):
+    """Replaced by the ledger's content once every chapter has executed."""
+
+
+class LedgerDirective(SphinxDirective):
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        docs = getattr(self.env, LEDGER_DOC_KEY, set())
+        docs.add(self.env.docname)
+        setattr(self.env, LEDGER_DOC_KEY, docs)
+        return [ledger_placeholder()]
+
+
+class UncheckedDirective(SphinxDirective):
+    """``{unchecked} <claim label>`` with the reason as content."""
+
+    required_arguments = 1
+    has_content = True
+    option_spec = {"class": directives.class_option}
+
+    def run(self) -> list[nodes.Node]:
+        label = self.arguments[0]
+        reason = " ".join(self.content).strip()
+        if not reason:
+            raise self.error("{unchecked} needs a reason as its content")
+        notes = getattr(self.env, "verification_unchecked", {})
+        notes[label] = {"docname": self.env.docname, "reason": reason}
+        self.env.verification_unchecked = notes
+        admonition = nodes.admonition(classes=["note", "ledger-unchecked"])
+        admonition += nodes.title(text="Not checked numerically")
+        self.state.nested_parse(self.content, self.content_offset, admonition)
+        target = nodes.target("", "", ids=[f"unchecked-{label}"])
+        return [target, admonition]
+
+
+def _purge(app: Sphinx, env: Any, docname: str) -> None:
+    notes = getattr(env, "verification_unchecked", {})
+    for label in [k for k, v in notes.items() if v["docname"] == docname]:
+        del notes[label]
+    getattr(env, LEDGER_DOC_KEY, set()).discard(docname)
+
+
+def _merge(app: Sphinx, env: Any, docnames: Any, other: Any) -> None:
+    env.verification_unchecked = {**getattr(env, "verification_unchecked", {}),
+                                  **getattr(other, "verification_unchecked", {})}
+    setattr(env, LEDGER_DOC_KEY, getattr(env, LEDGER_DOC_KEY, set()) | getattr(other, LEDGER_DOC_KEY, set()))
+
+
+def _on_init(app: Sphinx) -> None:
+    folder = ledger_dir(app)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ[LEDGER_ENV] = str(folder)  # the kernels of this build inherit it
+
+
+def _always_reread_ledger(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
+    return sorted(getattr(env, LEDGER_DOC_KEY, set()))
+
+
+def _claims(app: Sphinx) -> dict[str, dict[str, Any]]:
+    """Every claim (theorem, proposition, lemma, corollary) of the book, from sphinx-proof."""
+    env = app.env
+    out = {}
+    for label, info in getattr(env, "proof_list", {}).items():
+        kind = info.get("realtype", info.get("type", ""))
+        kind = kind.split(":")[-1]
+        if kind in CLAIM_TYPES:
+            out[label] = {"docname": info["docname"], "kind": kind}
+    return out
+
+
+def _claim_number(app: Sphinx, label: str, docname: str) -> str:
+    env = app.env
+    info = env.proof_list.get(label)
+    if info is None:
+        return label
+    try:
+        countertype = info["countertype"]
+        number = ".".join(map(str, env.toc_fignumbers[docname][countertype][label]))
+    except (KeyError, TypeError):
+        number = ""
+    return f"{info['realtype'].split(':')[-1].title()} {number}".strip()
+
+
+def _chapter_entries(app: Sphinx) -> dict[str, list[dict[str, Any]]]:
+    docs = set(app.env.found_docs)
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entry in load_entries(ledger_dir(app)):
+        docname = f"book/{entry['chapter']}"
+        if docname in docs:  # entries of chapters no longer in the book are ignored
+            grouped[docname].append(entry)
+    return dict(sorted(grouped.items()))
+
+
+def _para(*children: nodes.Node | str) -> nodes.paragraph:
+    p = nodes.paragraph()
+    for c in children:
+        p += nodes.Text(c) if isinstance(c, str) else c
+    return p
+
+
+def _table(header: list[str], rows: list[list[nodes.Node | str]], widths: list[int]) -> nodes.table:
+    table = nodes.table(classes=["ledger-table"])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for w in widths:
+        group += nodes.colspec(colwidth=w)
+    thead = nodes.thead()
+    group += thead
+    row = nodes.row()
+    for h in header:
+        row += nodes.entry("", _para(h))
+    thead += row
+    tbody = nodes.tbody()
+    group += tbody
+    for cells in rows:
+        row = nodes.row()
+        for cell in cells:
+            row += nodes.entry("", cell if isinstance(cell, nodes.paragraph) else _para(cell))
+        tbody += row
+    return table
+
+
+def _claim_link(app: Sphinx, fromdoc: str, label: str, chapter_doc: str) -> nodes.Node:
+    claims = _claims(app)
+    builder = app.builder
+    if label in claims:
+        todoc = claims[label]["docname"]
+        return make_refnode(builder, fromdoc, todoc, label, nodes.Text(_claim_number(app, label, todoc)))
+    math_labels = app.env.get_domain("math").data.get("objects", {})
+    if label in math_labels:
+        todoc = math_labels[label][0]
+        eq_num = app.env.toc_fignumbers.get(todoc, {}).get("displaymath", {}).get(f"equation-{label}")
+        text = f"Equation ({'.'.join(map(str, eq_num))})" if eq_num else f"Equation {label}"
+        return make_refnode(builder, fromdoc, todoc, f"equation-{label}", nodes.Text(text))
+    return make_refnode(builder, fromdoc, chapter_doc, label, nodes.Text(label))
+
+
+def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    placeholders = list(doctree.findall(ledger_placeholder))
+    if not placeholders:
+        return
+    grouped = _chapter_entries(app)
+    all_entries = [e for entries in grouped.values() for e in entries]
+    claims = _claims(app)
+    unchecked = getattr(app.env, "verification_unchecked", {})
+    checked_labels = {e["claim"] for e in all_entries}
+    methods = Counter(method_category(e["method"]) for e in all_entries)
+    n_pass = sum(bool(e["passed"]) for e in all_entries)
+
+    content: list[nodes.Node] = []
+    summary = _table(
+        ["chapter", "checks", "passed", "claims checked", "claims with a note instead"],
+        [
+            [make_refnode(app.builder, docname, doc, "", nodes.Text(app.env.titles[doc].astext()))
+             if doc in app.env.titles else _para(doc),
+             str(len(entries)), str(sum(bool(e["passed"]) for e in entries)),
+             str(len({e["claim"] for e in entries})),
+             str(sum(1 for k, v in unchecked.items() if v["docname"] == doc))]
+            for doc, entries in grouped.items()
+        ]
+        + [[_para("all chapters"), str(len(all_entries)), str(n_pass), str(len(checked_labels)),
+            str(len(unchecked))]],
+        [40, 12, 12, 16, 20],
+    )
+    content.append(_para(
+        f"This build ran {len(all_entries)} checks, of which {n_pass} passed, covering "
+        f"{len(checked_labels)} claims in {len(grouped)} chapters; "
+        f"{sum(1 for c in claims if c in checked_labels)} of the book's {len(claims)} theorems, "
+        f"propositions, lemmas and corollaries are checked numerically and "
+        f"{sum(1 for c in claims if c not in checked_labels and c in unchecked)} carry a note "
+        "saying why not. By method: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(methods.items(), key=lambda kv: -kv[1])) + "."
+    ))
+    content.append(summary)
+
+    for doc, entries in grouped.items():
+        title = app.env.titles[doc].astext() if doc in app.env.titles else doc
+        section = nodes.section(ids=[f"ledger-{doc.split('/')[-1]}"], names=[f"ledger {doc}"])
+        section += nodes.title(text=title)
+        section += _para("Chapter: ", make_refnode(app.builder, docname, doc, "", nodes.Text(title)))
+        rows = []
+        for e in entries:
+            verdict = "✔ passed" if e["passed"] else "✘ FAILED"
+            rows.append([
+                _para(_claim_link(app, docname, e["claim"], doc)),
+                e["what"],
+                e["comparison"],
+                e["why"],
+                e["method"],
+                verdict,
+            ])
+        section += _table(["claim", "what is compared", "result", "tolerance: why", "method", "verdict"],
+                          rows, [12, 22, 24, 18, 18, 6])
+        content.append(section)
+
+    for ph in placeholders:
+        ph.replace_self(content)
+
+
+def _finish(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    grouped = _chapter_entries(app)
+    entries = [e for es in grouped.values() for e in es]
+    build = Path(app.outdir).parent
+    (build / "ledger.json").write_text(json.dumps(entries, indent=1), encoding="utf-8")
+    claims = _claims(app)
+    unchecked = getattr(app.env, "verification_unchecked", {})
+    counts = Counter(e["claim"] for e in entries)
+    listing = [
+        {"label": label, "kind": info["kind"], "docname": info["docname"], "checks": counts.get(label, 0),
+         "unchecked_reason": unchecked.get(label, {}).get("reason")}
+        for label, info in sorted(claims.items())
+    ]
+    (build / "ledger_claims.json").write_text(json.dumps(listing, indent=1), encoding="utf-8")
+    for item in listing:
+        if item["checks"] == 0 and not item["unchecked_reason"]:
+            logger.warning(
+                f"verification ledger: {item['kind']} '{item['label']}' in {item['docname']} has no "
+                "check and no {unchecked} note saying why", type="ledger", subtype="incomplete",
+            )
+    for label in sorted(set(unchecked) - set(claims)):
+        logger.warning(f"verification ledger: {{unchecked}} names an unknown claim '{label}'",
+                       type="ledger", subtype="unknown")
+    for e in entries:
+        if not e["passed"]:
+            logger.warning(f"verification ledger: a check of '{e['claim']}' failed in {e['chapter']}",
+                           type="ledger", subtype="failed")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_node(ledger_placeholder)
+    app.add_directive("verification-ledger", LedgerDirective)
+    app.add_directive("unchecked", UncheckedDirective)
+    app.connect("builder-inited", _on_init)
+    app.connect("env-get-outdated", _always_reread_ledger)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("doctree-resolved", _render)
+    app.connect("build-finished", _finish)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,82 @@
+"""Tests of the finished build (``make test`` runs them right after the strict build).
+
+They read ``_build/``: the verification ledger must list every check of every chapter, all
+passed, and every claim of the book must be checked or carry a visible note saying why not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "_build"
+pytestmark = pytest.mark.built
+
+CLAIM_RE = re.compile(r"```+\{prf:(theorem|proposition|lemma|corollary)\}[^\n]*\n:label:\s*(\S+)")
+
+
+def _chapters() -> list[str]:
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part.get("chapters", [])]
+    return [f.split("/")[-1] for f in files if (ROOT / f"{f}.ipynb").is_file()]
+
+
+def _source_claims() -> dict[str, str]:
+    claims = {}
+    for chapter in _chapters():
+        nb = json.loads((ROOT / "book" / f"{chapter}.ipynb").read_text())
+        text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        for _, label in CLAIM_RE.findall(text):
+            claims[label] = chapter
+    return claims
+
+
+@pytest.fixture(scope="module")
+def ledger() -> list[dict]:
+    path = BUILD / "ledger.json"
+    assert path.is_file(), "_build/ledger.json is missing: run the build first (make test does)"
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def claims() -> list[dict]:
+    return json.loads((BUILD / "ledger_claims.json").read_text())
+
+
+def test_entries_are_complete_and_passed(ledger):
+    assert ledger, "the ledger is empty"
+    keys = {"chapter", "claim", "value", "reference", "tolerance", "method", "passed", "why", "what"}
+    for entry in ledger:
+        assert keys <= set(entry), f"ledger entry lacks {keys - set(entry)}: {entry}"
+        assert entry["passed"] is True, f"failed check in the ledger: {entry}"
+
+
+def test_every_chapter_has_checks(ledger):
+    chapters = {e["chapter"] for e in ledger}
+    missing = [c for c in _chapters() if c not in chapters]
+    assert not missing, f"chapters with no check in the ledger: {missing}"
+
+
+def test_every_claim_is_checked_or_explained(ledger, claims):
+    recorded = {c["label"]: c for c in claims}
+    for label, chapter in _source_claims().items():
+        assert label in recorded, f"{label} ({chapter}) is missing from _build/ledger_claims.json"
+    bare = [c["label"] for c in claims if c["checks"] == 0 and not c["unchecked_reason"]]
+    assert not bare, f"claims with no check and no {{unchecked}} note: {bare}"
+    checked = {e["claim"] for e in ledger}
+    for c in claims:
+        assert (c["label"] in checked) == (c["checks"] > 0)
+
+
+def test_ledger_page_shows_this_build(ledger):
+    html = (BUILD / "html" / "book" / "ledger.html").read_text()
+    n_pass = sum(e["passed"] for e in ledger)
+    assert f"This build ran {len(ledger)} checks, of which {n_pass} passed" in html
+    for chapter in {e["chapter"] for e in ledger}:
+        assert f'href="{chapter}.html' in html, f"the ledger page does not link to {chapter}"
