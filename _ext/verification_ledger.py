@@ -247,17 +247,17 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         section += _para("Chapter: ", make_refnode(app.builder, docname, doc, "", nodes.Text(title)))
         rows = []
         for e in entries:
-            verdict = "✔ passed" if e["passed"] else "✘ FAILED"
+            verdict = "✔ " if e["passed"] else "✘ FAILED "
+            what = _para(e["what"] + " — ")
+            what += nodes.emphasis(text=e["method"])
             rows.append([
-                _para(_claim_link(app, docname, e["claim"], doc)),
-                e["what"],
+                _para(verdict, _claim_link(app, docname, e["claim"], doc)),
+                what,
                 e["comparison"],
                 e["why"],
-                e["method"],
-                verdict,
             ])
-        section += _table(["claim", "what is compared", "result", "tolerance: why", "method", "verdict"],
-                          rows, [12, 22, 24, 18, 18, 6])
+        section += _table(["claim", "what is compared — how the reference was obtained", "result",
+                           "why this tolerance"], rows, [14, 34, 28, 24])
         content.append(section)
 
     for ph in placeholders:
