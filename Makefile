@@ -18,7 +18,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help install book test pytest strict-build clean sync check-sync
+.PHONY: help install book test pytest strict-build clean sync check-sync bench
 
 help: ## List the targets
 	@echo "Targets:"
@@ -54,10 +54,16 @@ test: $(STAMP) ## pytest, then the strict executed build, then the tests of the 
 	$(MAKE) strict-build
 	$(PY) -m pytest --built
 
+bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
+	$(PY) scripts/bench.py
+
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
 	$(PY) scripts/sync_setup_cells.py
 
-check-sync: $(STAMP) ## Exit non-zero if a notebook's setup cell is not the canonical one
+check-bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
+	$(PY) scripts/bench.py
+
+sync: $(STAMP) ## Exit non-zero if a notebook's setup cell is not the canonical one
 	$(PY) scripts/sync_setup_cells.py --check
 
 clean: ## Remove the build output (keeps .venv)
