@@ -1,0 +1,210 @@
+"""Tests of gmmlib.regression against independent computations (Monte Carlo, scipy, autograd)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+
+from gmmlib import linear_attention, softmax_attention_limit
+from gmmlib import regression as reg
+
+from .conftest import random_spd, seeds
+
+SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
+
+
+def test_sample_prompts_shapes_and_labels():
+    batch = reg.sample_prompts(7, 5, SIGMA, 0)
+    assert batch.tokens.shape == (7, 5, 3) and batch.queries.shape == (7, 1, 3)
+    assert batch.targets.shape == (7,) and batch.w.shape == (7, 2)
+    np.testing.assert_allclose(batch.tokens[..., -1], np.einsum("bld,bd->bl", batch.tokens[..., :2], batch.w))
+    np.testing.assert_allclose(batch.targets, np.einsum("bd,bd->b", batch.queries[:, 0, :2], batch.w))
+    assert np.all(batch.queries[..., -1] == 0)
+    again = reg.sample_prompts(7, 5, SIGMA, 0)
+    np.testing.assert_array_equal(batch.tokens, again.tokens)
+
+
+def test_sample_prompts_covariance_monte_carlo():
+    batch = reg.sample_prompts(20000, 2, SIGMA, 1)
+    X = batch.tokens[..., :2].reshape(-1, 2)
+    se = np.sqrt((SIGMA**2 + np.outer(np.diag(SIGMA), np.diag(SIGMA))) / X.shape[0])
+    assert np.all(np.abs(X.T @ X / X.shape[0] - SIGMA) < 5 * se)
+
+
+def test_token_covariance_matches_sampled_tokens():
+    w = np.array([0.5, -1.2])
+    G = reg.token_covariance(w, SIGMA)
+    rng = np.random.default_rng(2)
+    X = rng.multivariate_normal(np.zeros(2), SIGMA, size=200000)
+    Z = np.column_stack([X, X @ w])
+    np.testing.assert_allclose(Z.T @ Z / len(Z), G, atol=0.03)
+    assert reg.token_law(w, SIGMA).dim == 3
+
+
+def test_limit_prediction_equals_tilted_mean():
+    """b wᵀΣA x_q equals the last coordinate of the softmax limit on N(0, Γ_w) (mixture tilt)."""
+    rng = np.random.default_rng(3)
+    A, b = rng.normal(size=(2, 2)), 0.8
+    U, V = reg.embed_parameters(A, b)
+    for _ in range(5):
+        w, xq = rng.normal(size=2), rng.normal(size=(4, 2))
+        queries = np.column_stack([xq, np.zeros(4)])
+        ref = softmax_attention_limit(reg.token_law(w, SIGMA), queries, U, V)[:, -1]
+        np.testing.assert_allclose(reg.limit_prediction(A, b, w, xq, SIGMA), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_population_risk_monte_carlo():
+    rng = np.random.default_rng(4)
+    A, b = rng.normal(size=(2, 2)), -0.6
+    n = 200000
+    w = rng.standard_normal((n, 2))
+    xq = rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
+    err = (reg.limit_prediction(A, b, w, xq, SIGMA) - np.einsum("nd,nd->n", w, xq)) ** 2
+    assert abs(err.mean() - reg.population_risk(A, b, SIGMA)) < 5 * err.std() / np.sqrt(n)
+
+
+def test_population_risk_grad_autograd():
+    rng = np.random.default_rng(5)
+    A, b = rng.normal(size=(3, 3)), 0.9
+    S = random_spd(rng, 3)
+    At = torch.tensor(A, requires_grad=True)
+    bt = torch.tensor(b, dtype=torch.float64, requires_grad=True)
+    St = torch.tensor(S)
+    N = bt * St @ At - torch.eye(3, dtype=torch.float64)
+    torch.trace(N @ St @ N.T).backward()
+    gA, gb = reg.population_risk_grad(A, b, S)
+    np.testing.assert_allclose(gA, At.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gb, bt.grad.item(), rtol=1e-12, atol=1e-12)
+
+
+def test_optimal_parameters_exact_and_balanced():
+    A, b = reg.optimal_parameters(SIGMA)
+    np.testing.assert_allclose(b * SIGMA @ A, np.eye(2), atol=1e-14)
+    assert reg.population_risk(A, b, SIGMA) < 1e-28
+    assert np.isclose(np.linalg.norm(A), b, rtol=1e-14)
+
+
+@pytest.mark.parametrize("L", [2, 7, 30])
+def test_finite_prompt_linear_risk_monte_carlo(L):
+    rng = np.random.default_rng(6 + L)
+    A, b = rng.normal(size=(2, 2)), 0.7
+    U, V = reg.embed_parameters(A, b)
+    batch = reg.sample_prompts(40000, L, SIGMA, rng)
+    err = (linear_attention(batch.tokens, batch.queries, U, V)[:, 0, -1] - batch.targets) ** 2
+    se = err.std() / np.sqrt(err.size)
+    assert abs(err.mean() - reg.finite_prompt_linear_risk(A, b, SIGMA, L)) < 4.5 * se
+
+
+def test_finite_prompt_optimum_scipy():
+    """The closed-form minimiser and minimum agree with a numerical minimisation over M = bA."""
+    S = random_spd(np.random.default_rng(7), 3)
+    L = 6
+
+    def f(m):
+        return reg.finite_prompt_linear_risk(m.reshape(3, 3), 1.0, S, L)
+
+    res = minimize(f, np.zeros(9), method="BFGS", options={"gtol": 1e-12})
+    np.testing.assert_allclose(res.x.reshape(3, 3), reg.optimal_linear_map(S, L), atol=1e-6)
+    assert np.isclose(res.fun, reg.optimal_finite_prompt_linear_risk(S, L), rtol=1e-9)
+
+
+def test_identity_covariance_formula():
+    for d in (1, 2, 5):
+        for L in (1, 10, 1000):
+            assert np.isclose(reg.optimal_finite_prompt_linear_risk(np.eye(d), L), d * (d + 1) / (L + d + 1))
+    assert np.allclose(reg.optimal_linear_map(SIGMA), np.linalg.inv(SIGMA))
+
+
+def test_gradient_flow_reaches_optimum_and_conserves_balance():
+    eps = 1e-2
+    A0 = eps * np.eye(2) / np.sqrt(2.0)
+    flow = reg.gradient_flow(A0, eps, SIGMA, 200.0, n_eval=50)
+    A_star, b_star = reg.optimal_parameters(SIGMA)
+    assert np.max(np.abs(flow.imbalance())) < 1e-10
+    assert np.max(np.abs(flow.A[-1] - A_star)) < 1e-8 and abs(flow.b[-1] - b_star) < 1e-8
+    assert np.all(np.diff(flow.risk) <= 1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, d=st.integers(1, 4), L=st.integers(1, 200))
+def test_finite_risk_properties(seed, d, L):
+    rng = np.random.default_rng(seed)
+    S = random_spd(rng, d)
+    A, b = rng.normal(size=(d, d)), float(rng.normal())
+    r_L = reg.finite_prompt_linear_risk(A, b, S, L)
+    assert r_L >= reg.optimal_finite_prompt_linear_risk(S, L) - 1e-9 * (1 + abs(r_L))
+    # Finite prompts only add variance: R_L(A, b) >= R(A, b), and R_L decreases in L.
+    assert r_L >= reg.population_risk(A, b, S) - 1e-9 * (1 + abs(r_L))
+    assert reg.finite_prompt_linear_risk(A, b, S, L + 1) <= r_L + 1e-9 * (1 + abs(r_L))
+    assert reg.optimal_finite_prompt_linear_risk(S, L) >= 0
+
+
+def test_validation_errors():
+    with pytest.raises(ValueError, match="cov"):
+        reg.population_risk(np.eye(2), 1.0, np.array([[1.0, 2.0], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="cov"):
+        reg.population_risk(np.eye(2), 1.0, -np.eye(2))
+    with pytest.raises(ValueError, match="A"):
+        reg.population_risk(np.eye(3), 1.0, SIGMA)
+    with pytest.raises(TypeError, match="b"):
+        reg.population_risk(np.eye(2), "x", SIGMA)
+    with pytest.raises(ValueError, match="L"):
+        reg.finite_prompt_linear_risk(np.eye(2), 1.0, SIGMA, 0)
+    with pytest.raises(TypeError, match="L"):
+        reg.optimal_linear_map(SIGMA, 2.5)
+    with pytest.raises(ValueError, match="w"):
+        reg.token_covariance(np.ones(3), SIGMA)
+    with pytest.raises(ValueError, match="n_prompts"):
+        reg.sample_prompts(0, 3, SIGMA, 0)
+
+
+def test_head_limit_risk_matches_block_form_and_quadrature_order():
+    rng = np.random.default_rng(8)
+    A, b = rng.normal(size=(2, 2)), 0.4
+    U, V = reg.embed_parameters(A, b)
+    assert np.isclose(reg.head_limit_risk(U, V, SIGMA), reg.population_risk(A, b, SIGMA), rtol=1e-12)
+    U, V = rng.normal(size=(3, 3)), rng.normal(size=(2, 3))
+    assert np.isclose(reg.head_limit_risk(U, V, SIGMA, n_points=3), reg.head_limit_risk(U, V, SIGMA, n_points=7),
+                      rtol=1e-12)
+
+
+def test_head_limit_risk_monte_carlo_full_head():
+    """A full head: the tilted-law prediction averaged by Monte Carlo over (w, x_q)."""
+    rng = np.random.default_rng(9)
+    U, V = 0.5 * rng.normal(size=(3, 3)), rng.normal(size=(1, 3))
+    n = 3000
+    w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
+    sq = np.array([(softmax_attention_limit(reg.token_law(wi, SIGMA), np.r_[x, 0.0], U, V)[-1] - wi @ x) ** 2
+                   for wi, x in zip(w, xq)])
+    assert abs(sq.mean() - reg.head_limit_risk(U, V, SIGMA)) < 4 * sq.std() / np.sqrt(n)
+
+
+def test_softmax_variance_constant_against_error_law():
+    """Average of gmmlib.limits.finite_prompt_mse over (w, x_q), and the closed form on the family A = cΣ⁻¹."""
+    from gmmlib.limits import finite_prompt_mse
+
+    rng = np.random.default_rng(10)
+    c = np.sqrt(0.05)
+    A, b = c * np.linalg.inv(SIGMA), 1.0 / c
+    U, V = reg.embed_parameters(A, b)
+    n = 3000
+    w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
+    vals = np.array([finite_prompt_mse(reg.token_law(wi, SIGMA), np.r_[x, 0.0], U, V[-1:]) for wi, x in zip(w, xq)])
+    C = reg.softmax_variance_constant(A, b, SIGMA)
+    assert abs(vals.mean() - C) < 4 * vals.std() / np.sqrt(n)
+    family = np.trace(SIGMA) * (1 - c**2) / (c**2 * (1 - 2 * c**2) ** 2)
+    assert np.isclose(C, family, rtol=1e-12)
+    assert reg.softmax_variance_constant(2.0 * np.linalg.inv(SIGMA), 1.0, SIGMA) == float("inf")
+
+
+def test_head_risk_validation():
+    with pytest.raises(ValueError, match="U"):
+        reg.head_limit_risk(np.eye(2), np.eye(3), SIGMA)
+    with pytest.raises(ValueError, match="V"):
+        reg.head_limit_risk(np.eye(3), np.eye(2), SIGMA)
+    with pytest.raises(ValueError, match="n_points"):
+        reg.head_limit_risk(np.eye(3), np.eye(3), SIGMA, n_points=2)
