@@ -18,7 +18,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help install book test pytest strict-build clean sync check-sync bench
+.PHONY: help install book test pytest strict-build clean sync check-sync bench pdf
 
 help: ## List the targets
 	@echo "Targets:"
@@ -54,13 +54,21 @@ test: $(STAMP) ## pytest, then the strict executed build, then the tests of the 
 	$(MAKE) strict-build
 	$(PY) -m pytest --built
 
+pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf): single-page HTML printed by Chromium
+	$(JB) build . --builder singlehtml
+	$(PY) scripts/make_pdf.py
+
 bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
 	$(PY) scripts/bench.py
 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
 	$(PY) scripts/sync_setup_cells.py
 
-check-bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
+check-pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf): single-page HTML printed by Chromium
+	$(JB) build . --builder singlehtml
+	$(PY) scripts/make_pdf.py
+
+bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
 	$(PY) scripts/bench.py
 
 sync: $(STAMP) ## Exit non-zero if a notebook's setup cell is not the canonical one

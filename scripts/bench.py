@@ -167,7 +167,6 @@ def bench_attention() -> dict:
 
 def bench_quadrature() -> dict:
     from gmmlib import GaussianMixture
-    from gmmlib.quadrature import expectation
 
     mix = GaussianMixture([0.6, 0.4], [[1.0, 0.0], [0.0, 1.0]], np.stack([np.eye(2)] * 2))
     w, b = np.array([1.0, -1.0]), np.log(0.6 / 0.4)

@@ -7,6 +7,7 @@ cross-reference resolves.
 from __future__ import annotations
 
 import importlib.util
+import re
 import json
 from pathlib import Path
 
@@ -96,3 +97,19 @@ def test_every_toc_entry_exists():
 def test_toc_entries_are_unique():
     dupes = sorted({e for e in TOC_ENTRIES if TOC_ENTRIES.count(e) > 1})
     assert not dupes, f"_toc.yml lists these pages more than once: {dupes}"
+
+
+def test_citation_cff_is_valid_and_consistent():
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    for key in ("cff-version", "message", "title", "authors", "version", "license", "repository-code",
+                "preferred-citation"):
+        assert cff.get(key), f"CITATION.cff lacks {key!r}"
+    assert cff["cff-version"] == "1.2.0"
+    assert all(a.get("name") or a.get("family-names") for a in cff["authors"])
+    assert set(cff["license"]) == {"CC-BY-4.0", "MIT"}
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert cff["repository-code"].rstrip("/") == config["repository"]["url"].rstrip("/")
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert str(cff["version"]) == version, "CITATION.cff and pyproject.toml disagree on the version"
+    pref = cff["preferred-citation"]
+    assert pref.get("type") and pref.get("title") and pref.get("authors")

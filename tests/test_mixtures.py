@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from gmmlib import GaussianMixture
@@ -82,7 +83,7 @@ def test_affine_and_convolve():
 
 
 def test_immutable(mixture2d):
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         mixture2d.weights = np.array([0.5, 0.5])
     with pytest.raises(ValueError):
         mixture2d.means[0, 0] = 10.0
