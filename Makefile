@@ -54,8 +54,8 @@ test: $(STAMP) ## pytest, then the strict executed build, then the tests of the 
 	$(MAKE) strict-build
 	$(PY) -m pytest --built
 
-pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf): single-page HTML printed by Chromium
-	$(JB) build . --builder singlehtml
+pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the system's Chromium
+	$(MAKE) book
 	$(PY) scripts/make_pdf.py
 
 bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
@@ -64,8 +64,8 @@ bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
 	$(PY) scripts/sync_setup_cells.py
 
-check-pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf): single-page HTML printed by Chromium
-	$(JB) build . --builder singlehtml
+check-pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the system's Chromium
+	$(MAKE) book
 	$(PY) scripts/make_pdf.py
 
 bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)

@@ -67,6 +67,9 @@ class CheckResult:
     def __str__(self) -> str:
         return self.verdict()
 
+    def _ipython_display_(self) -> None:
+        """Show nothing in a notebook: the check already printed its verdict."""
+
 
 def find_book_root(start: str | os.PathLike | None = None) -> Path | None:
     """The nearest directory at or above ``start`` (default: the working directory) holding ``_toc.yml``."""
