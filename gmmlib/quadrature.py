@@ -18,6 +18,7 @@ integrate over the few directions the integrand depends on.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -28,8 +29,29 @@ from .mixtures import GaussianMixture
 __all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation"]
 
 
+_CACHE_MAX_NODES = 100_000
+
+
+@lru_cache(maxsize=32)
+def _tensor_rule(n_points: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (cached, read-only) tensor-product rule behind :func:`gauss_hermite`."""
+    t, w = np.polynomial.hermite_e.hermegauss(int(n_points))
+    w = w / np.sqrt(2.0 * np.pi)
+    grids = np.meshgrid(*([t] * dim), indexing="ij")
+    wgrids = np.meshgrid(*([w] * dim), indexing="ij")
+    nodes = np.stack([g.ravel() for g in grids], axis=1)
+    weights = np.prod(np.stack([g.ravel() for g in wgrids], axis=1), axis=1)
+    weights = weights / weights.sum()
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
 def gauss_hermite(n_points: int, dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
     r"""The tensor-product probabilists' Gauss–Hermite rule for :math:`\mathcal N(0, I_d)`.
+
+    The rule is computed once per ``(n_points, dim)`` and cached; each call returns fresh
+    (writable) copies.
 
     Returns
     -------
@@ -41,13 +63,10 @@ def gauss_hermite(n_points: int, dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
     check_positive(dim, "dim", integer=True)
     if n_points**dim > 5_000_000:
         raise ValueError(f"n_points**dim = {n_points**dim} nodes is too many; lower n_points or dim")
-    t, w = np.polynomial.hermite_e.hermegauss(int(n_points))
-    w = w / np.sqrt(2.0 * np.pi)
-    grids = np.meshgrid(*([t] * dim), indexing="ij")
-    wgrids = np.meshgrid(*([w] * dim), indexing="ij")
-    nodes = np.stack([g.ravel() for g in grids], axis=1)
-    weights = np.prod(np.stack([g.ravel() for g in wgrids], axis=1), axis=1)
-    return nodes, weights / weights.sum()
+    if n_points**dim > _CACHE_MAX_NODES:  # large rules are not worth keeping in memory
+        return tuple(a.copy() for a in _tensor_rule.__wrapped__(int(n_points), int(dim)))
+    nodes, weights = _tensor_rule(int(n_points), int(dim))
+    return nodes.copy(), weights.copy()
 
 
 def _sqrt_psd(cov: np.ndarray) -> np.ndarray:

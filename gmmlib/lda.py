@@ -1,0 +1,618 @@
+r"""Linear discriminant analysis with one softmax head (Chapters 4 and 5).
+
+The data model
+--------------
+:math:`Y\in\{-1,+1\}` with :math:`P(Y=1)=\pi_+`, and :math:`X\mid Y=c\sim\mathcal N(m_c,\Gamma)`.
+The log-odds are affine: the Bayes score is
+
+.. math::
+
+    f^*(x) = w^{*\top}x + b^*,\qquad w^* = \Gamma^{-1}(m_1 - m_{-1}),\qquad
+    b^* = -\tfrac12\big(m_1^\top\Gamma^{-1}m_1 - m_{-1}^\top\Gamma^{-1}m_{-1}\big) + s_0,
+
+with :math:`s_0 = \log(\pi_+/(1-\pi_+))`.
+
+One head on an infinitely long prompt
+-------------------------------------
+Tokens are :math:`z=(x,y)\in\mathbb R^{d+1}`, the query is :math:`(x,0)` and the prediction is
+the last output coordinate. The token law is the two-component mixture
+:math:`\pi_+\mathcal N((m_1,1),\Gamma\oplus0) + (1-\pi_+)\mathcal N((m_{-1},-1),\Gamma\oplus0)`.
+With the book's convention :math:`T[\mu](z) = \int e^{z'^\top Uz}Vz'\,d\mu(z')/\int e^{z'^\top Uz}d\mu(z')`
+and the blocks
+
+.. math::
+
+    U = \begin{pmatrix}U_{11} & u_{12}\\ u_{21}^\top & u_{22}\end{pmatrix},\qquad
+    V_{\text{last row}} = (v_{21}^\top,\ v_{22}),
+
+the score of a token :math:`(x',y')` for the query :math:`(x,0)` is
+:math:`x'^\top U_{11}x + y'\,u_{21}^\top x` (the blocks :math:`u_{12}, u_{22}` and the other rows
+of :math:`V` play no role), and the gated-experts identity gives the *effective predictor*
+
+.. math::
+
+    f_\theta(x) = w^\top x + b + r\,\sigma(s_0 + s^\top x),\qquad
+    w = U_{11}^\top\Gamma v_{21},\quad b = v_{21}^\top m_{-1} - v_{22},\quad
+    r = v_{21}^\top(m_1-m_{-1}) + 2v_{22},\quad s = U_{11}^\top(m_1 - m_{-1}) + 2u_{21}.
+
+Population risks
+----------------
+:math:`R = \mathbb E\,\ell(Yf(X))`, :math:`\ell(t) = \log(1+e^{-t})`. The integrand depends on
+:math:`x` only through :math:`(w^\top x, s^\top x)`, a bivariate Gaussian given the class, so a
+two-dimensional Gauss–Hermite rule computes it in any dimension. The rule's error decays
+geometrically in the number of nodes, at a speed set by the widths :math:`\sqrt{w^\top\Gamma w}`
+and :math:`\sqrt{s^\top\Gamma s}` relative to the distance :math:`\pi` of the logistic's poles
+from the real axis: about 1e-12 with 40 nodes per axis for widths up to about 1.5, slower for
+sharp gates (check by doubling ``n_points``);
+gradients follow from Stein's identity :math:`\mathbb E[h(X)X] = m\,\mathbb Eh + \Gamma\,\mathbb E\nabla h`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+from torch import nn
+
+from ._validation import as_float_array, check_positive
+from .mixtures import GaussianMixture
+from .quadrature import gauss_hermite, gaussian_nodes
+
+__all__ = [
+    "LDAModel",
+    "EffectiveParams",
+    "AttentionParams",
+    "logistic_loss",
+    "effective_params",
+    "effective_predictor",
+    "construction_r0",
+    "construction_s0",
+    "population_risk",
+    "population_risk_grad",
+    "attention_risk_grad",
+    "attention_jacobian",
+    "QuadratureRisk",
+    "EffectiveHead",
+    "best_linear_attention",
+    "minimiser_distances",
+    "zeta_sequence",
+]
+
+
+def logistic_loss(t: Any) -> np.ndarray:
+    r"""The logistic loss :math:`\ell(t) = \log(1 + e^{-t})`, computed stably as :math:`-\log\sigma(t)`."""
+    return -log_expit(np.asarray(t, dtype=np.float64))
+
+
+# ---------------------------------------------------------------------- the data model
+@dataclass(frozen=True, eq=False)
+class LDAModel:
+    r"""Two Gaussian classes with a shared covariance: :math:`X\mid Y=c\sim\mathcal N(m_c,\Gamma)`, :math:`P(Y=1)=\pi_+`.
+
+    Parameters
+    ----------
+    pi_pos : float
+        :math:`\pi_+ \in (0, 1)`.
+    m_pos, m_neg : array_like, shape (d,)
+        The class means :math:`m_1` and :math:`m_{-1}`.
+    cov : array_like, shape (d, d)
+        The shared covariance :math:`\Gamma`, symmetric positive definite.
+    """
+
+    pi_pos: float
+    m_pos: np.ndarray
+    m_neg: np.ndarray
+    cov: np.ndarray
+
+    def __post_init__(self) -> None:
+        check_positive(self.pi_pos, "pi_pos")
+        if not self.pi_pos < 1:
+            raise ValueError(f"pi_pos must lie in (0, 1), got {self.pi_pos}")
+        m1 = as_float_array(self.m_pos, "m_pos", ndim=1)
+        m0 = as_float_array(self.m_neg, "m_neg", ndim=1)
+        if m0.shape != m1.shape:
+            raise ValueError(f"m_neg must have the shape of m_pos {m1.shape}, got {m0.shape}")
+        d = m1.size
+        G = as_float_array(self.cov, "cov", ndim=2)
+        if G.shape != (d, d):
+            raise ValueError(f"cov must have shape ({d}, {d}), got {G.shape}")
+        if np.max(np.abs(G - G.T)) > 1e-10 * max(1.0, np.max(np.abs(G))):
+            raise ValueError("cov must be symmetric")
+        G = 0.5 * (G + G.T)
+        if np.min(np.linalg.eigvalsh(G)) <= 0:
+            raise ValueError("cov must be positive definite")
+        for arr in (m1, m0, G):
+            arr.setflags(write=False)
+        object.__setattr__(self, "pi_pos", float(self.pi_pos))
+        object.__setattr__(self, "m_pos", m1)
+        object.__setattr__(self, "m_neg", m0)
+        object.__setattr__(self, "cov", G)
+
+    @property
+    def dim(self) -> int:
+        """The dimension :math:`d` of :math:`x`."""
+        return int(self.m_pos.size)
+
+    @property
+    def s0(self) -> float:
+        r"""The prior log-odds :math:`s_0 = \log(\pi_+/(1-\pi_+))`."""
+        return float(np.log(self.pi_pos) - np.log1p(-self.pi_pos))
+
+    @property
+    def delta(self) -> np.ndarray:
+        r""":math:`\Delta = m_1 - m_{-1}`."""
+        return self.m_pos - self.m_neg
+
+    def bayes_params(self) -> tuple[np.ndarray, float]:
+        r"""The Bayes score's :math:`(w^*, b^*)`: :math:`w^*=\Gamma^{-1}(m_1-m_{-1})`, :math:`b^* = -\frac12(m_1^\top\Gamma^{-1}m_1 - m_{-1}^\top\Gamma^{-1}m_{-1}) + s_0`."""
+        Gi1 = np.linalg.solve(self.cov, self.m_pos)
+        Gi0 = np.linalg.solve(self.cov, self.m_neg)
+        return Gi1 - Gi0, float(-0.5 * (self.m_pos @ Gi1 - self.m_neg @ Gi0) + self.s0)
+
+    def bayes_score(self, X: Any) -> np.ndarray:
+        r"""The Bayes log-odds :math:`f^*(x) = \log P(Y=1\mid x)/P(Y=-1\mid x) = w^{*\top}x + b^*`, shape (n,)."""
+        X = self._points(X)
+        w, b = self.bayes_params()
+        return X @ w + b
+
+    def bayes_risk(self, n_points: int = 40) -> float:
+        r"""The Bayes logistic risk :math:`R^* = \mathbb E\,\ell(Yf^*(X))` (the conditional entropy of :math:`Y` given :math:`X`, in nats)."""
+        w, b = self.bayes_params()
+        return population_risk(self, EffectiveParams(w, b, 0.0, np.zeros(self.dim)), n_points)
+
+    def class_mixture(self) -> GaussianMixture:
+        r"""The law of :math:`X`: :math:`\pi_+\mathcal N(m_1,\Gamma) + (1-\pi_+)\mathcal N(m_{-1},\Gamma)` (component 0 is class +1)."""
+        return GaussianMixture([self.pi_pos, 1 - self.pi_pos], np.stack([self.m_pos, self.m_neg]),
+                               np.stack([self.cov, self.cov]))
+
+    def token_mixture(self) -> GaussianMixture:
+        r"""The law of the token :math:`(X, Y)\in\mathbb R^{d+1}`: components :math:`\mathcal N((m_c, c), \Gamma\oplus 0)`, :math:`c = +1, -1`."""
+        d = self.dim
+        covs = np.zeros((2, d + 1, d + 1))
+        covs[:, :d, :d] = self.cov
+        means = np.stack([np.append(self.m_pos, 1.0), np.append(self.m_neg, -1.0)])
+        return GaussianMixture([self.pi_pos, 1 - self.pi_pos], means, covs)
+
+    def sample(self, n: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``n`` pairs: ``X`` of shape (n, d) and labels ``Y`` in {-1, +1} of shape (n,)."""
+        X, comp = self.class_mixture().sample(n, rng)
+        return X, np.where(comp == 0, 1.0, -1.0)
+
+    def sample_tokens(self, n: int, rng: Any) -> np.ndarray:
+        """Draw ``n`` tokens :math:`(x, y)`, shape (n, d + 1)."""
+        X, Y = self.sample(n, rng)
+        return np.column_stack([X, Y])
+
+    def _points(self, X: Any) -> np.ndarray:
+        X = as_float_array(X, "X", ndim=(1, 2))
+        X = X[None, :] if X.ndim == 1 else X
+        if X.shape[1] != self.dim:
+            raise ValueError(f"X must have {self.dim} columns, got shape {X.shape}")
+        return X
+
+
+# ---------------------------------------------------------------------- parameters
+class EffectiveParams(NamedTuple):
+    r"""Effective coordinates :math:`(w, b, r, s)` of :math:`f(x) = w^\top x + b + r\sigma(s_0 + s^\top x)`."""
+
+    w: np.ndarray
+    b: float
+    r: float
+    s: np.ndarray
+
+
+@dataclass(frozen=True)
+class AttentionParams:
+    r"""The blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})` of one head that the prediction depends on.
+
+    ``U11`` (d, d); ``u21`` (d,) is the label row of :math:`U` (``U[d, :d]``); ``v21`` (d,) and
+    ``v22`` are the last row of :math:`V`.
+    """
+
+    U11: np.ndarray
+    u21: np.ndarray
+    v21: np.ndarray
+    v22: float
+
+    def __post_init__(self) -> None:
+        U11 = as_float_array(self.U11, "U11", ndim=2)
+        d = U11.shape[0]
+        if U11.shape != (d, d):
+            raise ValueError(f"U11 must be square, got shape {U11.shape}")
+        u21 = as_float_array(self.u21, "u21", ndim=1)
+        v21 = as_float_array(self.v21, "v21", ndim=1)
+        if u21.shape != (d,) or v21.shape != (d,):
+            raise ValueError(f"u21 and v21 must have shape ({d},), got {u21.shape} and {v21.shape}")
+        v22 = float(as_float_array(self.v22, "v22", ndim=0))
+        object.__setattr__(self, "U11", U11)
+        object.__setattr__(self, "u21", u21)
+        object.__setattr__(self, "v21", v21)
+        object.__setattr__(self, "v22", v22)
+
+    @property
+    def dim(self) -> int:
+        return int(self.U11.shape[0])
+
+    @classmethod
+    def from_matrices(cls, U: Any, V: Any) -> "AttentionParams":
+        """Read the blocks from a (d+1, d+1) ``U`` and a (p, d+1) ``V`` (its last row is the readout)."""
+        U = as_float_array(U, "U", ndim=2)
+        V = as_float_array(V, "V", ndim=2)
+        n = U.shape[0]
+        if U.shape != (n, n) or n < 2:
+            raise ValueError(f"U must have shape (d+1, d+1) with d >= 1, got {U.shape}")
+        if V.shape[1] != n:
+            raise ValueError(f"V must have shape (p, {n}), got {V.shape}")
+        d = n - 1
+        return cls(U[:d, :d], U[d, :d], V[-1, :d], V[-1, d])
+
+    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(U, V)`` of shape (d+1, d+1): the other blocks are zero; the readout is V's last row."""
+        d = self.dim
+        U = np.zeros((d + 1, d + 1))
+        U[:d, :d], U[d, :d] = self.U11, self.u21
+        V = np.zeros((d + 1, d + 1))
+        V[d, :d], V[d, d] = self.v21, self.v22
+        return U, V
+
+    def vector(self) -> np.ndarray:
+        """The flat vector ``(vec U11, u21, v21, v22)`` of length d² + 2d + 1 (U11 row-major)."""
+        return np.concatenate([self.U11.ravel(), self.u21, self.v21, [self.v22]])
+
+    @classmethod
+    def from_vector(cls, vec: Any, d: int) -> "AttentionParams":
+        """The inverse of :meth:`vector`."""
+        check_positive(d, "d", integer=True)
+        vec = as_float_array(vec, "vec", ndim=1)
+        if vec.size != d * d + 2 * d + 1:
+            raise ValueError(f"vec must have length d² + 2d + 1 = {d * d + 2 * d + 1}, got {vec.size}")
+        return cls(vec[: d * d].reshape(d, d), vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1])
+
+
+def _check_model(model: Any) -> LDAModel:
+    if not isinstance(model, LDAModel):
+        raise TypeError(f"model must be an LDAModel, got {type(model).__name__}")
+    return model
+
+
+def _check_eff(model: LDAModel, eff: Any) -> EffectiveParams:
+    if not isinstance(eff, tuple) or len(eff) != 4:
+        raise TypeError("eff must be an EffectiveParams (w, b, r, s)")
+    w = as_float_array(eff[0], "w", ndim=1)
+    s = as_float_array(eff[3], "s", ndim=1)
+    if w.shape != (model.dim,) or s.shape != (model.dim,):
+        raise ValueError(f"w and s must have shape ({model.dim},), got {w.shape} and {s.shape}")
+    b = float(as_float_array(eff[1], "b", ndim=0))
+    r = float(as_float_array(eff[2], "r", ndim=0))
+    return EffectiveParams(w, b, r, s)
+
+
+def effective_params(model: LDAModel, theta: AttentionParams) -> EffectiveParams:
+    r"""The map :math:`\theta\mapsto(w,b,r,s)`.
+
+    .. math::
+
+        w = U_{11}^\top\Gamma v_{21},\quad b = v_{21}^\top m_{-1} - v_{22},\quad
+        r = v_{21}^\top(m_1 - m_{-1}) + 2v_{22},\quad s = U_{11}^\top(m_1-m_{-1}) + 2u_{21}.
+    """
+    model = _check_model(model)
+    if not isinstance(theta, AttentionParams):
+        raise TypeError(f"theta must be an AttentionParams, got {type(theta).__name__}")
+    if theta.dim != model.dim:
+        raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
+    D = model.delta
+    return EffectiveParams(
+        theta.U11.T @ model.cov @ theta.v21,
+        float(theta.v21 @ model.m_neg - theta.v22),
+        float(theta.v21 @ D + 2 * theta.v22),
+        theta.U11.T @ D + 2 * theta.u21,
+    )
+
+
+def attention_jacobian(model: LDAModel, theta: AttentionParams) -> np.ndarray:
+    r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders of :meth:`AttentionParams.vector` and ``(w, b, r, s)``."""
+    model = _check_model(model)
+    d = model.dim
+    G, D, v, U11 = model.cov, model.delta, theta.v21, theta.U11
+    n = d * d + 2 * d + 1
+    J = np.zeros((2 * d + 2, n))
+    iU, iu, iv, iv22 = 0, d * d, d * d + d, n - 1
+    Gv = G @ v
+    for i in range(d):  # w_j = sum_i U11[i, j] (G v)_i ; s_j = sum_i U11[i, j] D_i + 2 u_j
+        for j in range(d):
+            J[j, iU + i * d + j] = Gv[i]
+            J[d + 2 + j, iU + i * d + j] = D[i]
+    J[:d, iv: iv + d] = U11.T @ G
+    J[d, iv: iv + d], J[d, iv22] = model.m_neg, -1.0
+    J[d + 1, iv: iv + d], J[d + 1, iv22] = D, 2.0
+    J[d + 2:, iu: iu + d] = 2.0 * np.eye(d)
+    return J
+
+
+def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
+    r""":math:`f(x) = w^\top x + b + r\,\sigma(s_0 + s^\top x)` at each row of ``X``, shape (n,)."""
+    model = _check_model(model)
+    w, b, r, s = _check_eff(model, eff)
+    X = model._points(X)
+    return X @ w + b + r * expit(model.s0 + X @ s)
+
+
+# ---------------------------------------------------------------------- constructions
+def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = None) -> AttentionParams:
+    r"""A head with :math:`r = 0` realising :math:`f^*` (the gate is switched off by the readout).
+
+    :math:`v_{22} = -v_{21}^\top\Delta/2` makes :math:`r = 0`, and then
+    :math:`b = v_{21}^\top(m_1+m_{-1})/2` must equal :math:`b^*`; :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`
+    gives :math:`w = w^*`; :math:`u_{21} = (s - U_{11}^\top\Delta)/2` sets the (irrelevant) gate direction.
+    By default :math:`v_{21} = 2b^*(m_1+m_{-1})/\|m_1+m_{-1}\|^2` (needs :math:`m_1\neq -m_{-1}` unless
+    :math:`b^* = 0`) and :math:`s = 0`. A given ``v21`` must satisfy :math:`v_{21}^\top(m_1+m_{-1}) = 2b^*`.
+    """
+    model = _check_model(model)
+    w_star, b_star = model.bayes_params()
+    msum = model.m_pos + model.m_neg
+    if v21 is None:
+        if np.allclose(msum, 0):
+            if abs(b_star) > 1e-12:
+                raise ValueError("with m_1 = -m_{-1} and b* != 0 no head with r = 0 realises f*")
+            v21 = w_star.copy()
+        else:
+            v21 = 2 * b_star * msum / (msum @ msum)
+    v21 = as_float_array(v21, "v21", ndim=1)
+    if abs(v21 @ msum - 2 * b_star) > 1e-9 * max(1.0, abs(b_star)):
+        raise ValueError("v21 must satisfy v21·(m_1 + m_{-1}) = 2 b*")
+    if np.allclose(v21, 0):
+        raise ValueError("v21 must be non-zero (w = U11ᵀΓv21 = w* needs it)")
+    s = np.zeros(model.dim) if s is None else as_float_array(s, "s", ndim=1)
+    U11 = np.outer(v21, w_star) / (v21 @ model.cov @ v21)
+    return AttentionParams(U11, (s - U11.T @ model.delta) / 2, v21, -(v21 @ model.delta) / 2)
+
+
+def construction_s0(model: LDAModel, v21: Any | None = None) -> AttentionParams:
+    r"""A head with :math:`s = 0` realising :math:`f^*` (the gate is constant, :math:`\sigma(s_0) = \pi_+`).
+
+    :math:`u_{21} = -U_{11}^\top\Delta/2` makes :math:`s = 0`; the intercept is then
+    :math:`b + r\pi_+ = v_{21}^\top(\pi_+m_1 + (1-\pi_+)m_{-1}) + (2\pi_+-1)v_{22}`, set to :math:`b^*` by
+    :math:`v_{22}` (needs :math:`\pi_+\ne\frac12`; with :math:`\pi_+=\frac12` pick ``v21`` with
+    :math:`v_{21}^\top(m_1+m_{-1})/2 = b^*`). By default :math:`v_{21} = w^*`, :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`.
+    """
+    model = _check_model(model)
+    w_star, b_star = model.bayes_params()
+    v21 = w_star.copy() if v21 is None else as_float_array(v21, "v21", ndim=1)
+    if np.allclose(v21, 0):
+        raise ValueError("v21 must be non-zero")
+    U11 = np.outer(v21, w_star) / (v21 @ model.cov @ v21)
+    p = model.pi_pos
+    mbar = p * model.m_pos + (1 - p) * model.m_neg
+    if abs(2 * p - 1) < 1e-12:
+        if abs(v21 @ mbar - b_star) > 1e-9 * max(1.0, abs(b_star)):
+            raise ValueError("with pi_pos = 1/2, v21 must satisfy v21·(m_1 + m_{-1})/2 = b*")
+        v22 = 0.0
+    else:
+        v22 = (b_star - v21 @ mbar) / (2 * p - 1)
+    return AttentionParams(U11, -(U11.T @ model.delta) / 2, v21, v22)
+
+
+# ---------------------------------------------------------------------- risks
+def _class_nodes(model: LDAModel, w: np.ndarray, s: np.ndarray, n_points: int):
+    """Per class c: nodes of (wᵀX, sᵀX) ~ N((wᵀm_c, sᵀm_c), C) and their weights."""
+    P = np.stack([w, s])
+    C = P @ model.cov @ P.T
+    out = []
+    for c, m, pc in ((1.0, model.m_pos, model.pi_pos), (-1.0, model.m_neg, 1 - model.pi_pos)):
+        T, wt = gaussian_nodes(P @ m, C, n_points)
+        out.append((c, m, pc, T, wt))
+    return out
+
+
+def population_risk(model: LDAModel, eff: Any, n_points: int = 40) -> float:
+    r"""The population logistic risk :math:`R = \sum_c\pi_c\,\mathbb E[\ell(c f(X))\mid Y=c]` of :math:`f = w^\top x + b + r\sigma(s_0+s^\top x)`.
+
+    Computed by an ``n_points``² Gauss–Hermite rule for the bivariate Gaussian
+    :math:`(w^\top X, s^\top X)` of each class, in any dimension :math:`d`. The rule's error decays
+    geometrically in ``n_points``, more slowly for wide :math:`\sqrt{s^\top\Gamma s}` (sharp gates):
+    check convergence by doubling ``n_points``.
+    """
+    model = _check_model(model)
+    w, b, r, s = _check_eff(model, eff)
+    check_positive(n_points, "n_points", integer=True)
+    total = 0.0
+    for c, _, pc, T, wt in _class_nodes(model, w, s, n_points):
+        f = T[:, 0] + b + r * expit(model.s0 + T[:, 1])
+        total += pc * (wt @ logistic_loss(c * f))
+    return float(total)
+
+
+def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40) -> tuple[float, EffectiveParams]:
+    r"""The risk and its gradient in :math:`(w, b, r, s)`.
+
+    With :math:`u = cf`, :math:`\ell'(u) = -\sigma(-u)`, :math:`\ell''(u) = \sigma(u)\sigma(-u)` and
+    :math:`g = \sigma(s_0 + s^\top x)`:
+
+    .. math::
+
+        \partial_b R = \textstyle\sum_c\pi_c\mathbb E[c\ell'(u)],\quad
+        \partial_r R = \sum_c\pi_c\mathbb E[c\ell'(u)g],\quad
+        \partial_w R = \sum_c\pi_c\mathbb E[c\ell'(u)X],\quad
+        \partial_s R = \sum_c\pi_c\mathbb E[c\ell'(u)\,r g'\,X],
+
+    and each :math:`\mathbb E[h(w^\top X, s^\top X)X] = m_c\mathbb Eh + \Gamma(w\,\mathbb E\partial_1h + s\,\mathbb E\partial_2 h)` (Stein).
+    """
+    model = _check_model(model)
+    w, b, r, s = _check_eff(model, eff)
+    check_positive(n_points, "n_points", integer=True)
+    G = model.cov
+    risk, gw, gb, gr, gs = 0.0, np.zeros(model.dim), 0.0, 0.0, np.zeros(model.dim)
+    for c, m, pc, T, wt in _class_nodes(model, w, s, n_points):
+        g = expit(model.s0 + T[:, 1])
+        g1 = g * (1 - g)
+        g2 = g1 * (1 - 2 * g)
+        u = c * (T[:, 0] + b + r * g)
+        l1 = -expit(-u)
+        l2 = expit(u) * expit(-u)
+        risk += pc * (wt @ logistic_loss(u))
+        h = c * l1  # d/dt1 of the loss
+        Eh, Eh1, Eh2 = wt @ h, wt @ l2, wt @ (l2 * r * g1)
+        gb += pc * Eh
+        gr += pc * (wt @ (h * g))
+        gw += pc * (m * Eh + G @ (w * Eh1 + s * Eh2))
+        k = h * r * g1
+        Ek1 = wt @ (l2 * r * g1)
+        Ek2 = wt @ (l2 * (r * g1) ** 2 + h * r * g2)
+        gs += pc * (m * (wt @ k) + G @ (w * Ek1 + s * Ek2))
+    return float(risk), EffectiveParams(gw, float(gb), float(gr), gs)
+
+
+def attention_risk_grad(model: LDAModel, theta: AttentionParams, n_points: int = 40) -> tuple[float, AttentionParams]:
+    r"""The risk of a head and its gradient in :math:`\theta`, by the chain rule :math:`\nabla_\theta R = J^\top\nabla_{(w,b,r,s)}R`:
+
+    .. math::
+
+        \partial_{U_{11}}R = \Gamma v_{21}\,g_w^\top + \Delta\,g_s^\top,\quad \partial_{u_{21}}R = 2g_s,\quad
+        \partial_{v_{21}}R = \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\quad \partial_{v_{22}}R = -g_b + 2g_r.
+    """
+    eff = effective_params(model, theta)
+    risk, g = population_risk_grad(model, eff, n_points)
+    D, G = model.delta, model.cov
+    return risk, AttentionParams(
+        np.outer(G @ theta.v21, g.w) + np.outer(D, g.s),
+        2 * g.s,
+        G @ theta.U11 @ g.w + model.m_neg * g.b + D * g.r,
+        -g.b + 2 * g.r,
+    )
+
+
+class QuadratureRisk:
+    r"""The population risk as a differentiable torch function, on a fixed full-dimensional Gauss–Hermite rule.
+
+    The nodes :math:`x_i` (``n_points``:math:`^d` per class) and weights do not depend on the
+    parameters, so ``torch.autograd`` gives exact gradients and Hessians of the quadrature
+    rule. Meant for small :math:`d` (:math:`n^d` nodes); use :func:`population_risk` otherwise.
+    """
+
+    def __init__(self, model: LDAModel, n_points: int = 40) -> None:
+        self.model = _check_model(model)
+        check_positive(n_points, "n_points", integer=True)
+        xi, wt = gauss_hermite(n_points, model.dim)
+        R = np.linalg.cholesky(model.cov)
+        X = np.concatenate([model.m_pos + xi @ R.T, model.m_neg + xi @ R.T])
+        W = np.concatenate([model.pi_pos * wt, (1 - model.pi_pos) * wt])
+        Y = np.concatenate([np.ones(wt.size), -np.ones(wt.size)])
+        self.X, self.W, self.Y = (torch.as_tensor(a, dtype=torch.float64) for a in (X, W, Y))
+        self.G = torch.tensor(np.array(model.cov), dtype=torch.float64)
+        self.m_neg = torch.tensor(np.array(model.m_neg), dtype=torch.float64)
+        self.delta = torch.as_tensor(model.delta, dtype=torch.float64)
+
+    def effective(self, w: torch.Tensor, b: torch.Tensor, r: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """The risk of :math:`f = w^\\top x + b + r\\sigma(s_0+s^\\top x)` (torch scalar)."""
+        f = self.X @ w + b + r * torch.sigmoid(self.model.s0 + self.X @ s)
+        return self.W @ nn.functional.softplus(-self.Y * f)
+
+    def attention(self, vec: torch.Tensor) -> torch.Tensor:
+        """The risk of the head whose flat parameter vector is ``vec`` (order of :meth:`AttentionParams.vector`)."""
+        d = self.model.dim
+        U11 = vec[: d * d].reshape(d, d)
+        u21, v21, v22 = vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1]
+        w = U11.T @ (self.G @ v21)
+        b = v21 @ self.m_neg - v22
+        r = v21 @ self.delta + 2 * v22
+        s = U11.T @ self.delta + 2 * u21
+        return self.effective(w, b, r, s)
+
+
+class EffectiveHead(nn.Module):
+    r"""One softmax head on an infinitely long prompt of LDA tokens, as a torch module of :math:`x`.
+
+    ``forward(X)`` returns :math:`f_\theta(x) = w^\top x + b + r\sigma(s_0+s^\top x)` with
+    :math:`(w,b,r,s)` the image of the trainable blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})`
+    (see :func:`effective_params`). Training it on fresh samples :math:`(X, Y)` is stochastic
+    gradient descent on the population risk :math:`R(\theta)`.
+    """
+
+    def __init__(self, model: LDAModel, theta: AttentionParams) -> None:
+        super().__init__()
+        self.model = _check_model(model)
+        if theta.dim != model.dim:
+            raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
+        t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64))  # noqa: E731
+        self.U11, self.u21, self.v21, self.v22 = (nn.Parameter(t(a)) for a in
+                                                  (theta.U11, theta.u21, theta.v21, theta.v22))
+        self.register_buffer("G", t(model.cov))
+        self.register_buffer("m_neg", t(model.m_neg))
+        self.register_buffer("delta", t(model.delta))
+
+    def effective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The current :math:`(w, b, r, s)` as tensors."""
+        w = self.U11.T @ (self.G @ self.v21)
+        b = self.v21 @ self.m_neg - self.v22
+        r = self.v21 @ self.delta + 2 * self.v22
+        s = self.U11.T @ self.delta + 2 * self.u21
+        return w, b, r, s
+
+    def theta(self) -> AttentionParams:
+        """The current parameters as an :class:`AttentionParams` (numpy copies)."""
+        return AttentionParams(*(p.detach().numpy().copy() for p in (self.U11, self.u21, self.v21, self.v22)))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        w, b, r, s = self.effective()
+        return X @ w + b + r * torch.sigmoid(self.model.s0 + X @ s)
+
+
+# ---------------------------------------------------------------------- linear attention, minimisers
+def best_linear_attention(model: LDAModel, n_points: int = 40) -> tuple[np.ndarray, float]:
+    r"""The best logistic risk of linear attention: :math:`\min_\beta \mathbb E\,\ell(Y\beta^\top X)`.
+
+    Linear attention's limit on the query :math:`(x, 0)` is :math:`\beta^\top x` with
+    :math:`\beta^\top = (V\,\mathbb E[ZZ^\top]\,U)_{d+1,1:d}`, any :math:`\beta` being reachable; the
+    problem is a convex logistic regression without intercept, solved by BFGS (scipy) on the
+    quadrature risk and its exact gradient, then polished by three Newton steps (gradient norm
+    ~1e-15). Returns ``(beta, risk)``.
+    """
+    model = _check_model(model)
+    d = model.dim
+
+    def fun(beta):
+        risk, g = population_risk_grad(model, EffectiveParams(beta, 0.0, 0.0, np.zeros(d)), n_points)
+        return risk, g.w
+
+    res = minimize(fun, model.bayes_params()[0], jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 500})
+    beta = res.x
+    for _ in range(3):  # Newton polish (Hessian by central differences of the exact gradient)
+        g = fun(beta)[1]
+        h = 1e-5 * max(1.0, float(np.linalg.norm(beta)))
+        H = np.stack([(fun(beta + h * e)[1] - fun(beta - h * e)[1]) / (2 * h) for e in np.eye(d)], axis=1)
+        beta = beta - np.linalg.solve(0.5 * (H + H.T), g)
+    return beta, float(fun(beta)[0])
+
+
+def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
+    r"""Euclidean distances in :math:`(w,b,r,s)` to the two minimiser families.
+
+    :math:`E_1 = \{(w^*, b^*, 0, s)\}`: :math:`d_1^2 = \|w-w^*\|^2 + (b-b^*)^2 + r^2`.
+    :math:`E_2 = \{(w^*, b^* - \rho\sigma(s_0), \rho, 0)\}`: :math:`d_2^2 = \|w-w^*\|^2 + \|s\|^2 + \min_\rho[(b-b^*+\rho\sigma(s_0))^2 + (r-\rho)^2]`,
+    the last minimum being :math:`(b - b^* + r\sigma(s_0))^2/(1+\sigma(s_0)^2)`.
+    """
+    model = _check_model(model)
+    w, b, r, s = _check_eff(model, eff)
+    w_star, b_star = model.bayes_params()
+    q = model.pi_pos
+    dw2 = float(np.sum((w - w_star) ** 2))
+    d1 = np.sqrt(dw2 + (b - b_star) ** 2 + r**2)
+    d2 = np.sqrt(dw2 + float(s @ s) + (b - b_star + r * q) ** 2 / (1 + q * q))
+    return float(d1), float(d2)
+
+
+def zeta_sequence(model: LDAModel, c: Any, R: float) -> EffectiveParams:
+    r"""The diverging minimising sequence :math:`\zeta_R = (w^* - \sigma'(s_0)c,\ b^* - \sigma(s_0)R,\ R,\ c/R)`.
+
+    Its predictor is :math:`f^* + R[\sigma(s_0 + c^\top x/R) - \sigma(s_0) - \sigma'(s_0)c^\top x/R] = f^* + O(1/R)`.
+    """
+    model = _check_model(model)
+    c = as_float_array(c, "c", ndim=1)
+    check_positive(R, "R")
+    w_star, b_star = model.bayes_params()
+    q = model.pi_pos
+    return EffectiveParams(w_star - q * (1 - q) * c, b_star - q * R, float(R), c / R)

@@ -1,0 +1,213 @@
+"""gmmlib.lda against independent computations: the attention limit, long prompts, posteriors,
+Monte Carlo, full-dimensional quadrature, torch autograd and finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
+from scipy.special import expit
+
+from gmmlib import softmax_attention, softmax_attention_limit, linear_attention_limit
+from gmmlib.lda import (
+    AttentionParams,
+    EffectiveHead,
+    EffectiveParams,
+    LDAModel,
+    QuadratureRisk,
+    attention_jacobian,
+    attention_risk_grad,
+    best_linear_attention,
+    construction_r0,
+    construction_s0,
+    effective_params,
+    effective_predictor,
+    logistic_loss,
+    minimiser_distances,
+    population_risk,
+    population_risk_grad,
+    zeta_sequence,
+)
+from gmmlib.limits import finite_prompt_mse
+from gmmlib.quadrature import expectation
+
+from .conftest import random_spd, seeds
+
+C1 = LDAModel(0.6, [1.0, 0.0], [0.0, 1.0], np.eye(2))
+
+
+def random_model(rng: np.random.Generator, d: int) -> LDAModel:
+    return LDAModel(float(rng.uniform(0.2, 0.8)), rng.normal(size=d), rng.normal(size=d), random_spd(rng, d, 0.7))
+
+
+def random_theta(rng: np.random.Generator, d: int, scale: float = 0.5) -> AttentionParams:
+    return AttentionParams(scale * rng.normal(size=(d, d)), scale * rng.normal(size=d),
+                           scale * rng.normal(size=d), float(scale * rng.normal()))
+
+
+def flat(e: EffectiveParams) -> np.ndarray:
+    return np.concatenate([e.w, [e.b, e.r], e.s])
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, d=st.integers(1, 4))
+def test_effective_predictor_is_the_attention_limit(seed, d):
+    rng = np.random.default_rng(seed)
+    model, theta = random_model(rng, d), random_theta(rng, d, 1.0)
+    U, V = theta.matrices()
+    X = rng.normal(size=(7, d))
+    queries = np.column_stack([X, np.zeros(7)])
+    limit = softmax_attention_limit(model.token_mixture(), queries, U, V)[:, -1]
+    np.testing.assert_allclose(effective_predictor(model, effective_params(model, theta), X), limit,
+                               rtol=1e-10, atol=1e-10)
+    assert AttentionParams.from_matrices(U, V).vector() == pytest.approx(theta.vector())
+
+
+def test_effective_predictor_matches_a_long_prompt(rng):
+    theta = random_theta(rng, 2, 0.6)
+    U, V = theta.matrices()
+    X = rng.normal(size=(5, 2))
+    queries = np.column_stack([X, np.zeros(5)])
+    L = 200_000
+    tokens = C1.sample_tokens(L, 3)
+    finite = softmax_attention(tokens, queries, U, V)[:, -1]
+    C = finite_prompt_mse(C1.token_mixture(), queries, U, V[-1:])
+    f = effective_predictor(C1, effective_params(C1, theta), X)
+    assert np.all(np.abs(finite - f) < 5 * np.sqrt(C / L))
+
+
+def test_bayes_score_is_the_posterior_log_odds(rng):
+    model = random_model(rng, 3)
+    X = rng.normal(size=(20, 3))
+    post = model.class_mixture().posterior(X)
+    np.testing.assert_allclose(model.bayes_score(X), np.log(post[:, 0] / post[:, 1]), rtol=1e-10, atol=1e-10)
+
+
+def test_constructions_realise_the_bayes_score(rng):
+    for model in (C1, random_model(rng, 3)):
+        w_star, b_star = model.bayes_params()
+        X = rng.normal(size=(9, model.dim))
+        for theta in (construction_r0(model, s=rng.normal(size=model.dim)), construction_s0(model)):
+            eff = effective_params(model, theta)
+            np.testing.assert_allclose(eff.w, w_star, atol=1e-12)
+            U, V = theta.matrices()
+            limit = softmax_attention_limit(model.token_mixture(), np.column_stack([X, np.zeros(len(X))]), U, V)
+            np.testing.assert_allclose(limit[:, -1], model.bayes_score(X), atol=1e-10)
+        assert effective_params(model, construction_r0(model)).r == pytest.approx(0, abs=1e-14)
+        assert np.allclose(effective_params(model, construction_s0(model)).s, 0)
+
+
+def test_risk_against_monte_carlo_and_full_quadrature(rng):
+    model = random_model(rng, 2)
+    eff = effective_params(model, random_theta(rng, 2, 0.5))
+    q = population_risk(model, eff, 60)
+    X, Y = model.sample(1_000_000, 5)
+    loss = logistic_loss(Y * effective_predictor(model, eff, X))
+    assert abs(q - loss.mean()) < 4 * loss.std() / np.sqrt(loss.size)
+
+    def f(Z):  # the full two-dimensional quadrature, per component: the independent rule
+        return np.stack([logistic_loss(effective_predictor(model, eff, Z)),
+                         logistic_loss(-effective_predictor(model, eff, Z))], axis=1)
+
+    gm = model.class_mixture()
+    full = (model.pi_pos * expectation(f, type(gm).gaussian(model.m_pos, model.cov), 60)[0]
+            + (1 - model.pi_pos) * expectation(f, type(gm).gaussian(model.m_neg, model.cov), 60)[1])
+    assert abs(q - full) < 1e-10
+
+
+def test_gradients_against_autograd_and_finite_differences(rng):
+    theta = random_theta(rng, 2, 0.5)
+    vec = torch.tensor(theta.vector(), requires_grad=True)
+    risk_t = QuadratureRisk(C1, 60).attention(vec)
+    (grad_t,) = torch.autograd.grad(risk_t, vec)
+    risk, grad = attention_risk_grad(C1, theta, 60)
+    assert abs(risk - risk_t.item()) < 1e-11
+    np.testing.assert_allclose(grad.vector(), grad_t.numpy(), atol=1e-10)
+    # d = 4: central finite differences of the effective risk
+    model = random_model(rng, 4)
+    eff = effective_params(model, random_theta(rng, 4, 0.25))  # moderate widths: the rule has converged
+    _, g = population_risk_grad(model, eff, 100)
+    x0, h = flat(eff), 1e-5
+
+    def R(x):
+        return population_risk(model, EffectiveParams(x[:4], x[4], x[5], x[6:]), 100)
+
+    fd = np.array([(R(x0 + h * e) - R(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
+    np.testing.assert_allclose(flat(g), fd, atol=1e-8)
+
+
+def test_jacobian_and_chain_rule(rng):
+    model = random_model(rng, 3)
+    theta = random_theta(rng, 3)
+    J = attention_jacobian(model, theta)
+    x0, h = theta.vector(), 1e-6
+    fd = np.stack([(flat(effective_params(model, AttentionParams.from_vector(x0 + h * e, 3)))
+                    - flat(effective_params(model, AttentionParams.from_vector(x0 - h * e, 3)))) / (2 * h)
+                   for e in np.eye(x0.size)], axis=1)
+    np.testing.assert_allclose(J, fd, atol=1e-8)
+    _, g_eff = population_risk_grad(model, effective_params(model, theta), 40)
+    _, g_theta = attention_risk_grad(model, theta, 40)
+    np.testing.assert_allclose(g_theta.vector(), J.T @ flat(g_eff), atol=1e-14)
+
+
+def test_linear_attention(rng):
+    beta, risk = best_linear_attention(C1)
+    _, g = population_risk_grad(C1, EffectiveParams(beta, 0.0, 0.0, np.zeros(2)), 40)
+    assert np.max(np.abs(g.w)) < 1e-9 and risk > C1.bayes_risk() + 1e-3
+    sym = LDAModel(0.5, [1.0, 0.5], [-1.0, -0.5], np.eye(2))  # b* = 0: linear attention is optimal
+    # |w*| = √5: 80 nodes per axis for a converged rule (40 leave errors ~1e-8 at this width)
+    assert best_linear_attention(sym, 80)[1] == pytest.approx(sym.bayes_risk(80), abs=1e-12)
+    # the limit of linear attention on the tokens is linear in x with no intercept
+    U, V = random_theta(rng, 2).matrices()
+    out = linear_attention_limit(C1.token_mixture(), np.zeros((1, 3)), U, V)
+    assert out[0, -1] == 0.0
+
+
+def test_minimiser_distances_and_zeta(rng):
+    for theta in (construction_r0(C1, s=np.array([1.0, 2.0])), construction_s0(C1)):
+        assert min(minimiser_distances(C1, effective_params(C1, theta))) < 1e-12
+    eff = effective_params(C1, random_theta(rng, 2))
+    w_star, b_star = C1.bayes_params()
+    q = expit(C1.s0)
+    best = minimize_scalar(lambda p: (eff.b - b_star + p * q) ** 2 + (eff.r - p) ** 2).fun
+    d2 = np.sqrt(np.sum((eff.w - w_star) ** 2) + eff.s @ eff.s + best)
+    assert minimiser_distances(C1, eff)[1] == pytest.approx(d2, rel=1e-10)
+    excess = [population_risk(C1, zeta_sequence(C1, np.array([1.0, -0.5]), R)) - C1.bayes_risk() for R in (10, 20, 40)]
+    assert excess[0] > excess[1] > excess[2] > 0
+    assert excess[1] / excess[2] == pytest.approx(4.0, rel=0.1)  # O(1/R²)
+
+
+def test_effective_head(rng):
+    theta = random_theta(rng, 3)
+    model = random_model(rng, 3)
+    head = EffectiveHead(model, theta)
+    X = rng.normal(size=(6, 3))
+    out = head(torch.tensor(X)).detach().numpy()
+    np.testing.assert_allclose(out, effective_predictor(model, effective_params(model, theta), X), rtol=1e-12)
+    assert head.theta().vector() == pytest.approx(theta.vector())
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="pi_pos"):
+        LDAModel(1.0, [0.0], [1.0], np.eye(1))
+    with pytest.raises(ValueError, match="cov"):
+        LDAModel(0.5, [0.0, 1.0], [1.0, 0.0], -np.eye(2))
+    with pytest.raises(ValueError, match="m_neg"):
+        LDAModel(0.5, [0.0, 1.0], [1.0], np.eye(2))
+    with pytest.raises(TypeError, match="model"):
+        population_risk("C1", EffectiveParams(np.zeros(2), 0.0, 0.0, np.zeros(2)))
+    with pytest.raises(ValueError, match="w and s"):
+        population_risk(C1, EffectiveParams(np.zeros(3), 0.0, 0.0, np.zeros(2)))
+    with pytest.raises(ValueError, match="vec"):
+        AttentionParams.from_vector(np.zeros(5), 2)
+    with pytest.raises(ValueError, match="r = 0"):
+        construction_r0(LDAModel(0.6, [1.0, 0.0], [-1.0, 0.0], np.eye(2)))
+
+
+def test_extreme_scales_stay_finite():
+    eff = EffectiveParams(np.array([1e6, -1e6]), 1e6, -1e6, np.array([1e6, 1e6]))
+    assert np.isfinite(population_risk(C1, eff, 20))
+    assert np.all(np.isfinite(flat(population_risk_grad(C1, eff, 20)[1])))
