@@ -7,9 +7,14 @@ Modules
 mixtures   : :class:`GaussianMixture` (sampling, densities, posteriors, exponential tilting)
 attention  : finite-prompt softmax and linear attention, trainable heads
 limits     : the infinite-prompt operators in closed form and the finite-prompt error law
+quadrature : Gauss–Hermite expectations under Gaussians and mixtures
+regression : in-context linear regression (Chapter 2)
+selection  : query-dependent selection: alignment decomposition, multi-class and XOR tasks (Chapters 3, 6)
+lda        : classification with one head, its landscape and training (Chapters 4, 5)
+denoising  : the Bayes denoiser and its attention constructions (Chapters 7–9)
 checks     : the ledger of numerical checks behind every claim
-plotting   : the book's figure style and shared plots
 training   : the one training loop
+plotting   : the book's figure style and shared plots
 """
 
 from .attention import linear_attention, softmax_attention
