@@ -1,0 +1,558 @@
+r"""Query-dependent selection on mixtures: gated experts, alignment decompositions, and two tasks.
+
+Chapter 3 (softmax-gated affine experts) and Chapter 6 (selection beyond linear rules)
+use this module.
+
+**Gated experts.** For :math:`\mu = \sum_k\pi_k\mu_k` and any positive alignment
+:math:`a(z, z') = e^{\ell(z, z')}`, the generalised attention
+
+.. math::
+
+    T_a[\mu](z) = \frac{\int a(z,z')\,Vz'\,d\mu(z')}{\int a(z,z')\,d\mu(z')}
+    = \sum_k r_k(z)\,T_a[\mu_k](z), \qquad
+    r_k(z) = \frac{\pi_k\int a(z,\cdot)\,d\mu_k}{\sum_j\pi_j\int a(z,\cdot)\,d\mu_j},
+
+is a query-dependent convex combination of the per-component attentions
+(:func:`alignment_attention_limit`). Softmax attention is :math:`\ell(z,z') = z'^\top Uz`;
+with a shared covariance its limit is :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k`
+(:func:`shared_covariance_limit`). Linear attention mixes with the fixed :math:`\pi_k`
+(:func:`component_linear_limits`).
+
+**Classification tasks.** A class-conditional mixture :math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`,
+:math:`P(k) = \pi_k`, and a label vector :math:`c_k\in\mathbb R^q` per component give tokens
+:math:`(x, c_k)\in\mathbb R^{d+q}` whose law is the degenerate mixture
+:func:`token_mixture`. One-hot labels (:math:`c_k = e_k`) give the multi-class task;
+four components at :math:`(\pm s, \pm s)` with :math:`c_k = \operatorname{sign}(m_{k,1}m_{k,2})`
+give XOR (:func:`xor_task`). Queries are :math:`(x, 0)`; the prediction is the label block
+of the output.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+import torch
+from scipy.special import logsumexp, softmax
+from scipy.stats import multivariate_normal, norm
+
+from ._validation import as_float_array, check_positive, check_rng
+from .mixtures import GaussianMixture
+from .quadrature import gauss_hermite
+
+__all__ = [
+    "LogAlignment",
+    "AlignmentDecomposition",
+    "softmax_log_alignment",
+    "gaussian_kernel_log_alignment",
+    "alignment_attention",
+    "alignment_attention_limit",
+    "shared_covariance_limit",
+    "component_linear_limits",
+    "token_mixture",
+    "onehot_task",
+    "xor_task",
+    "readout_construction",
+    "sample_prompts",
+    "bayes_scores",
+    "linear_rule_accuracy",
+    "xor_posterior_mean",
+    "xor_bayes_accuracy",
+    "replicate_mean_se",
+]
+
+#: A log-alignment :math:`\ell(z, z')`: maps queries (n, d) and keys (N, d) to an (n, N) array.
+LogAlignment = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _check_mixture(mixture: Any, name: str = "mixture") -> GaussianMixture:
+    if not isinstance(mixture, GaussianMixture):
+        raise TypeError(f"{name} must be a GaussianMixture, got {type(mixture).__name__}")
+    return mixture
+
+
+def _check_queries(queries: Any, d: int) -> tuple[np.ndarray, bool]:
+    Q = as_float_array(queries, "queries", ndim=(1, 2))
+    single = Q.ndim == 1
+    Q = Q[None, :] if single else Q
+    if Q.shape[1] != d:
+        raise ValueError(f"queries must have shape (n, {d}), got {Q.shape}")
+    return Q, single
+
+
+def _check_V(V: Any, d: int) -> np.ndarray:
+    V = as_float_array(V, "V", ndim=2)
+    if V.shape[1] != d:
+        raise ValueError(f"V must have shape (p, {d}), got {V.shape}")
+    return V
+
+
+def _check_U(U: Any, d: int) -> np.ndarray:
+    U = as_float_array(U, "U", ndim=2)
+    if U.shape != (d, d):
+        raise ValueError(f"U must have shape ({d}, {d}), got {U.shape}")
+    return U
+
+
+# --------------------------------------------------------------------------- alignments
+def softmax_log_alignment(U: Any) -> LogAlignment:
+    r"""The softmax alignment :math:`\ell(z, z') = z'^\top U z` (``U`` of shape (d, d))."""
+    U = as_float_array(U, "U", ndim=2)
+    if U.shape[0] != U.shape[1]:
+        raise ValueError(f"U must be square, got shape {U.shape}")
+
+    def ell(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+        return (Q @ U.T) @ K.T
+
+    return ell
+
+
+def gaussian_kernel_log_alignment(bandwidth: float) -> LogAlignment:
+    r"""The Gaussian-kernel alignment :math:`\ell(z, z') = -\|z - z'\|^2/(2h^2)` (``bandwidth`` = :math:`h > 0`).
+
+    Attention with this alignment is the Nadaraya–Watson kernel smoother; on a prompt law
+    :math:`\mu` its limit is :math:`\mathbb E[X\mid X + h\varepsilon = z]`, the Bayes denoiser
+    of noise level :math:`h` (Chapters 3 and 9).
+    """
+    check_positive(bandwidth, "bandwidth")
+    h2 = float(bandwidth) ** 2
+
+    def ell(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+        sq = np.sum(Q**2, axis=1)[:, None] + np.sum(K**2, axis=1)[None, :] - 2.0 * Q @ K.T
+        return -np.maximum(sq, 0.0) / (2.0 * h2)
+
+    return ell
+
+
+def _check_alignment(log_alignment: Any) -> LogAlignment:
+    if not callable(log_alignment):
+        raise TypeError(f"log_alignment must be callable (queries, keys) -> (n, N), got {type(log_alignment).__name__}")
+    return log_alignment
+
+
+def _eval_alignment(log_alignment: LogAlignment, Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    out = np.asarray(log_alignment(Q, K), dtype=np.float64)
+    if out.shape != (Q.shape[0], K.shape[0]):
+        raise ValueError(f"log_alignment must return shape (n, N) = {(Q.shape[0], K.shape[0])}, got {out.shape}")
+    if np.any(np.isnan(out)) or np.any(out == np.inf):
+        raise ValueError("log_alignment returned NaN or +inf")
+    return out
+
+
+def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, V: Any) -> np.ndarray:
+    r"""Finite-prompt attention with a positive alignment :math:`a = e^{\ell}`.
+
+    .. math::
+
+        T_a[\hat\mu_L](z) = \frac{\sum_{j} e^{\ell(z, z_j)}\,Vz_j}{\sum_j e^{\ell(z, z_j)}},
+
+    with the weights normalised by log-sum-exp (finite for any scale of :math:`\ell`).
+
+    Parameters
+    ----------
+    tokens : array_like, shape (L, d)
+    queries : array_like, shape (n, d) or (d,)
+    log_alignment : callable
+        :math:`\ell`, mapping (n, d) queries and (N, d) keys to an (n, N) array.
+    V : array_like, shape (p, d)
+
+    Returns
+    -------
+    ndarray, shape (n, p) (or (p,) for one query)
+    """
+    Z = as_float_array(tokens, "tokens", ndim=2)
+    if Z.shape[0] == 0:
+        raise ValueError("tokens must hold at least one token (L >= 1)")
+    Q, single = _check_queries(queries, Z.shape[1])
+    V = _check_V(V, Z.shape[1])
+    log_alignment = _check_alignment(log_alignment)
+    S = _eval_alignment(log_alignment, Q, Z)
+    W = np.exp(S - logsumexp(S, axis=1, keepdims=True))
+    out = (W @ Z) @ V.T
+    return out[0] if single else out
+
+
+class AlignmentDecomposition(NamedTuple):
+    r"""The mixture decomposition :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)`.
+
+    Fields: ``output`` (n, p), the attention :math:`T_a[\mu](z)`; ``responsibilities`` (n, K),
+    the query-dependent weights :math:`r_k(z)\propto\pi_k\int a(z,\cdot)\,d\mu_k`; and
+    ``component_outputs`` (n, K, p), the per-component attentions :math:`T_a[\mu_k](z)`.
+    """
+
+    output: np.ndarray
+    responsibilities: np.ndarray
+    component_outputs: np.ndarray
+
+
+def alignment_attention_limit(
+    mixture: GaussianMixture, queries: Any, log_alignment: LogAlignment, V: Any, *, n_points: int = 40
+) -> AlignmentDecomposition:
+    r"""Infinite-prompt attention with alignment :math:`a = e^{\ell}`, decomposed over the components.
+
+    For each component :math:`\mu_k = \mathcal N(m_k, \Gamma_k)`, Gauss–Hermite quadrature
+    (``n_points`` per direction, nodes :math:`x_{k,i}`, weights :math:`w_i`) gives
+
+    .. math::
+
+        \log A_k(z) = \log\sum_i w_i e^{\ell(z, x_{k,i})} \approx \log\int a(z,\cdot)\,d\mu_k,\qquad
+        T_a[\mu_k](z) = V\frac{\sum_i w_i e^{\ell(z,x_{k,i})}x_{k,i}}{\sum_i w_i e^{\ell(z,x_{k,i})}},
+
+    then :math:`r_k(z) = \operatorname{softmax}_k(\log\pi_k + \log A_k(z))` and
+    :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)`. The rule is accurate when
+    :math:`a(z,\cdot)` is smooth on the scale of each component (moderate alignments);
+    the cost is :math:`K\cdot n\cdot\text{n\_points}^d`, so keep :math:`d` small.
+
+    Returns
+    -------
+    AlignmentDecomposition
+        ``output`` (n, p), ``responsibilities`` (n, K), ``component_outputs`` (n, K, p).
+    """
+    mixture = _check_mixture(mixture)
+    Q, _ = _check_queries(queries, mixture.dim)
+    V = _check_V(V, mixture.dim)
+    log_alignment = _check_alignment(log_alignment)
+    xi, w = gauss_hermite(n_points, mixture.dim)
+    logw = np.log(w)
+    with np.errstate(divide="ignore"):
+        logpi = np.log(mixture.weights)
+    log_A, comp = [], []
+    for m, c in zip(mixture.means, mixture.covs):
+        eig, vec = np.linalg.eigh(c)
+        nodes = m + xi @ (vec * np.sqrt(np.clip(eig, 0.0, None))).T
+        S = _eval_alignment(log_alignment, Q, nodes) + logw[None, :]
+        lse = logsumexp(S, axis=1, keepdims=True)
+        log_A.append(lse[:, 0])
+        comp.append((np.exp(S - lse) @ nodes) @ V.T)
+    log_A = np.stack(log_A, axis=1)  # (n, K)
+    comp = np.stack(comp, axis=1)  # (n, K, p)
+    r = softmax(logpi[None, :] + log_A, axis=1)
+    return AlignmentDecomposition(np.einsum("nk,nkp->np", r, comp), r, comp)
+
+
+def shared_covariance_limit(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""Softmax attention's limit on a mixture with one shared covariance :math:`\Gamma`.
+
+    .. math::
+
+        T_{U,V}[\mu](z) = V\Gamma Uz + V\sum_k \alpha_k(z)\,m_k,\qquad
+        \alpha_k(z) = \operatorname{softmax}_k\big(\log\pi_k + m_k^\top Uz\big):
+
+    a linear map plus a gated choice among the means (the term :math:`\frac12(Uz)^\top\Gamma Uz`
+    is common to all components and cancels in the softmax).
+
+    Raises
+    ------
+    ValueError
+        If the components' covariances differ.
+    """
+    mixture = _check_mixture(mixture)
+    d = mixture.dim
+    Q, single = _check_queries(queries, d)
+    U, V = _check_U(U, d), _check_V(V, d)
+    G = mixture.covs[0]
+    scale = max(1.0, float(np.max(np.abs(mixture.covs))))
+    if np.max(np.abs(mixture.covs - G[None])) > 1e-12 * scale:
+        raise ValueError("mixture must have one covariance shared by all components for the shared-covariance form")
+    A = Q @ U.T
+    with np.errstate(divide="ignore"):
+        logits = np.log(mixture.weights)[None, :] + A @ mixture.means.T
+    alpha = softmax(logits, axis=1)
+    out = (A @ G + alpha @ mixture.means) @ V.T
+    return out[0] if single else out
+
+
+def component_linear_limits(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""Linear attention's limit on each component: :math:`T^{\mathrm{lin}}[\mu_k](z) = V(\Gamma_k + m_km_k^\top)Uz`.
+
+    Returns
+    -------
+    ndarray, shape (K, n, p)
+        Linear attention on the whole mixture is :math:`\sum_k\pi_k` times these, whatever the query.
+    """
+    mixture = _check_mixture(mixture)
+    d = mixture.dim
+    Q, _ = _check_queries(queries, d)
+    U, V = _check_U(U, d), _check_V(V, d)
+    M = mixture.covs + np.einsum("ki,kj->kij", mixture.means, mixture.means)
+    return np.einsum("ni,kji,pj->knp", Q @ U.T, M, V)
+
+
+# --------------------------------------------------------------------------- tasks
+def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMixture:
+    r"""The law of the tokens :math:`(x, c_k)`: components :math:`\mathcal N\big((m_k, c_k), \operatorname{diag}(\Gamma_k, 0)\big)`.
+
+    Parameters
+    ----------
+    x_mixture : GaussianMixture
+        The law of :math:`x`, one component per label value.
+    label_vectors : array_like, shape (K, q)
+        The label block :math:`c_k` carried by the tokens of component :math:`k`.
+
+    Returns
+    -------
+    GaussianMixture
+        On :math:`\mathbb R^{d+q}`, with degenerate (PSD) covariances.
+    """
+    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    C = as_float_array(label_vectors, "label_vectors", ndim=2)
+    K, d = x_mixture.n_components, x_mixture.dim
+    if C.shape[0] != K:
+        raise ValueError(f"label_vectors must have shape ({K}, q), one row per component, got {C.shape}")
+    q = C.shape[1]
+    covs = np.zeros((K, d + q, d + q))
+    covs[:, :d, :d] = x_mixture.covs
+    return GaussianMixture(x_mixture.weights.copy(), np.hstack([x_mixture.means, C]), covs)
+
+
+def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np.ndarray]:
+    r"""The multi-class task: :math:`x\mid k\sim\mathcal N(m_k,\Gamma)`, :math:`P(k) = \pi_k`, labels :math:`e_k`.
+
+    Returns
+    -------
+    x_mixture : GaussianMixture
+    label_vectors : ndarray, shape (K, K)
+        The identity (one-hot labels).
+    """
+    m = as_float_array(means, "means", ndim=2)
+    G = as_float_array(cov, "cov", ndim=2)
+    if G.shape != (m.shape[1], m.shape[1]):
+        raise ValueError(f"cov must have shape ({m.shape[1]}, {m.shape[1]}), got {G.shape}")
+    K = m.shape[0]
+    gm = GaussianMixture(weights, m, np.broadcast_to(G, (K, *G.shape)).copy())
+    return gm, np.eye(K)
+
+
+def xor_task(offset: float = 2.0, variance: float = 0.5) -> tuple[GaussianMixture, np.ndarray]:
+    r"""XOR: four equally likely components :math:`\mathcal N((\pm s, \pm s), \sigma^2 I)`, label :math:`\operatorname{sign}(m_1 m_2)`.
+
+    Components are ordered :math:`(s,s), (-s,s), (-s,-s), (s,-s)` with labels
+    :math:`+1, -1, +1, -1`.
+
+    Returns
+    -------
+    x_mixture : GaussianMixture
+    label_vectors : ndarray, shape (4, 1)
+    """
+    check_positive(offset, "offset")
+    check_positive(variance, "variance")
+    s = float(offset)
+    means = np.array([[s, s], [-s, s], [-s, -s], [s, -s]])
+    gm = GaussianMixture.isotropic(np.full(4, 0.25), means, float(variance))
+    return gm, np.array([[1.0], [-1.0], [1.0], [-1.0]])
+
+
+def readout_construction(cov: Any, label_dim: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    r"""The head that reads the label block: :math:`U = \operatorname{diag}(c\,\Gamma^{-1}, 0)`, :math:`V = [0\;|\;I_q]`.
+
+    Parameters
+    ----------
+    cov : array_like, shape (d, d)
+        The shared covariance :math:`\Gamma` (positive definite).
+    label_dim : int
+        :math:`q`, the size of the label block.
+    scale : float
+        :math:`c > 0`; :math:`c = 1` makes the readout the Bayes posterior (equal Mahalanobis norms).
+
+    Returns
+    -------
+    U : ndarray, shape (d + q, d + q)
+    V : ndarray, shape (q, d + q)
+    """
+    G = as_float_array(cov, "cov", ndim=2)
+    if G.shape[0] != G.shape[1]:
+        raise ValueError(f"cov must be square, got {G.shape}")
+    check_positive(label_dim, "label_dim", integer=True)
+    check_positive(scale, "scale")
+    try:
+        Gi = np.linalg.inv(np.linalg.cholesky(G))
+    except np.linalg.LinAlgError:
+        raise ValueError("cov must be positive definite") from None
+    d, q = G.shape[0], int(label_dim)
+    U = np.zeros((d + q, d + q))
+    U[:d, :d] = float(scale) * (Gi.T @ Gi)
+    V = np.hstack([np.zeros((q, d)), np.eye(q)])
+    return U, V
+
+
+def sample_prompts(
+    x_mixture: GaussianMixture, label_vectors: Any, batch: int, length: int, n_queries: int, rng: Any,
+    *, as_torch: bool = False,
+) -> tuple[Any, Any, np.ndarray]:
+    r"""Draw ``batch`` prompts of ``length`` labelled tokens and ``n_queries`` fresh queries each.
+
+    Returns
+    -------
+    tokens : shape (batch, length, d + q)
+        Rows :math:`(x_j, c_{k_j})`, :math:`k_j\sim\pi`, :math:`x_j\sim\mathcal N(m_{k_j},\Gamma_{k_j})`.
+    queries : shape (batch, n_queries, d + q)
+        Rows :math:`(x, 0)` with :math:`x` drawn from the same mixture, independent of the prompt.
+    components : ndarray of int, shape (batch, n_queries)
+        The component of each query (its true class).
+    """
+    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    C = as_float_array(label_vectors, "label_vectors", ndim=2)
+    if C.shape[0] != x_mixture.n_components:
+        raise ValueError(f"label_vectors must have {x_mixture.n_components} rows, got {C.shape}")
+    for v, name in ((batch, "batch"), (length, "length"), (n_queries, "n_queries")):
+        check_positive(v, name, integer=True)
+    rng = check_rng(rng)
+    B, L, n = int(batch), int(length), int(n_queries)
+    X, k = x_mixture.sample(B * L, rng)
+    tokens = np.concatenate([X, C[k]], axis=1).reshape(B, L, -1)
+    Xq, kq = x_mixture.sample(B * n, rng)
+    queries = np.concatenate([Xq, np.zeros((B * n, C.shape[1]))], axis=1).reshape(B, n, -1)
+    kq = kq.reshape(B, n)
+    if as_torch:
+        return torch.from_numpy(tokens), torch.from_numpy(queries), kq
+    return tokens, queries, kq
+
+
+# --------------------------------------------------------------------------- Bayes rules and accuracies
+def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
+    r"""The Bayes (LDA) scores for a shared covariance: :math:`s_k(x) = w_k^\top x + b_k` with
+
+    .. math::
+
+        w_k = \Gamma^{-1}m_k,\qquad b_k = -\tfrac12 m_k^\top\Gamma^{-1}m_k + \log\pi_k,
+
+    so that :math:`p(k\mid x) = \operatorname{softmax}_k s_k(x)`.
+
+    Returns
+    -------
+    W : ndarray, shape (K, d)
+    b : ndarray, shape (K,)
+    """
+    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    G = x_mixture.covs[0]
+    scale = max(1.0, float(np.max(np.abs(x_mixture.covs))))
+    if np.max(np.abs(x_mixture.covs - G[None])) > 1e-12 * scale:
+        raise ValueError("x_mixture must have one shared covariance for the linear Bayes scores")
+    W = np.linalg.solve(G, x_mixture.means.T).T
+    with np.errstate(divide="ignore"):
+        b = -0.5 * np.sum(W * x_mixture.means, axis=1) + np.log(x_mixture.weights)
+    return W, b
+
+
+def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = None, *,
+                         abseps: float = 1e-9) -> float:
+    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)` when class :math:`k` is the component :math:`\mathcal N(m_k,\Gamma_k)`.
+
+    Given class :math:`k`, the margins :math:`D_j = (w_k - w_j)^\top X + b_k - b_j`, :math:`j\ne k`,
+    are jointly Gaussian with means :math:`(w_k - w_j)^\top m_k + b_k - b_j` and covariances
+    :math:`(w_k - w_i)^\top\Gamma_k(w_k - w_j)`, so
+
+    .. math::
+
+        \mathrm{acc} = \sum_k \pi_k\,P(D_j > 0\ \forall j\ne k)
+
+    is a sum of :math:`(K-1)`-variate normal orthant probabilities (the normal CDF for
+    :math:`K = 2`; scipy's Genz algorithm with absolute error ``abseps`` for :math:`K > 2`).
+    Degenerate margins (zero variance) count as correct when their mean is positive.
+    """
+    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    K, d = x_mixture.n_components, x_mixture.dim
+    W = as_float_array(W, "W", ndim=2)
+    if W.shape != (K, d):
+        raise ValueError(f"W must have shape ({K}, {d}), got {W.shape}")
+    b = np.zeros(K) if b is None else as_float_array(b, "b", ndim=1)
+    if b.shape != (K,):
+        raise ValueError(f"b must have shape ({K},), got {b.shape}")
+    if K == 1:
+        return 1.0
+    acc = 0.0
+    for k in range(K):
+        others = [j for j in range(K) if j != k]
+        A = W[k][None, :] - W[others]  # (K-1, d)
+        mean = A @ x_mixture.means[k] + b[k] - b[others]
+        cov = A @ x_mixture.covs[k] @ A.T
+        sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        if np.any(sd <= 1e-14 * max(1.0, float(np.max(np.abs(mean))))):
+            deg = sd <= 1e-14 * max(1.0, float(np.max(np.abs(mean))))
+            if np.any(mean[deg] <= 0):
+                continue  # some margin is never positive: class k is never chosen
+            keep = ~deg
+            if not np.any(keep):
+                acc += x_mixture.weights[k]
+                continue
+            mean, cov, sd = mean[keep], cov[np.ix_(keep, keep)], sd[keep]
+        z = mean / sd
+        corr = cov / np.outer(sd, sd)
+        if z.size == 1:
+            p = float(norm.cdf(z[0]))
+        else:
+            # P(D > 0) = P(-D/sd < z) = CDF of N(0, corr) at z.
+            # Genz's algorithm is randomised quasi-Monte Carlo: a fixed rng keeps it reproducible.
+            p = float(multivariate_normal.cdf(z, mean=np.zeros(z.size), cov=corr, allow_singular=True,
+                                              maxpts=200_000 * z.size, abseps=abseps, releps=0.0,
+                                              rng=np.random.default_rng(0)))
+        acc += x_mixture.weights[k] * p
+    return float(acc)
+
+
+def xor_posterior_mean(X: Any, offset: float = 2.0, variance: float = 0.5) -> np.ndarray:
+    r"""The Bayes score of XOR, :math:`\mathbb E[Y\mid x] = \tanh(s x_1/\sigma^2)\,\tanh(s x_2/\sigma^2)`.
+
+    (The coordinates are independent given the component, and
+    :math:`P(m_{k,i} = s\mid x_i) = \sigma(2 s x_i/\sigma^2)`, so :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(s x_i/\sigma^2)`.)
+
+    Parameters
+    ----------
+    X : array_like, shape (n, 2)
+    """
+    check_positive(offset, "offset")
+    check_positive(variance, "variance")
+    X = as_float_array(X, "X", ndim=2)
+    if X.shape[1] != 2:
+        raise ValueError(f"X must have shape (n, 2), got {X.shape}")
+    c = float(offset) / float(variance)
+    return np.tanh(c * X[:, 0]) * np.tanh(c * X[:, 1])
+
+
+def xor_bayes_accuracy(offset: float = 2.0, variance: float = 0.5) -> float:
+    r"""The Bayes accuracy of XOR: :math:`\Phi(s/\sigma)^2 + \Phi(-s/\sigma)^2 = 1 - 2\Phi(s/\sigma)\Phi(-s/\sigma)`.
+
+    The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates
+    fall on the side of their component's mean, or both on the wrong side.
+    """
+    check_positive(offset, "offset")
+    check_positive(variance, "variance")
+    t = float(offset) / np.sqrt(float(variance))
+    return float(norm.cdf(t) ** 2 + norm.cdf(-t) ** 2)
+
+
+# --------------------------------------------------------------------------- replicate statistics
+def replicate_mean_se(samples: Any, *, familywise_alpha: float = 1e-3) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Mean, standard error and a family-wise tolerance multiplier for independent replicates.
+
+    For :math:`R` i.i.d. replicates (axis 0) of an array of :math:`N` estimates,
+
+    .. math::
+
+        \bar x = \frac1R\sum_r x_r,\qquad \mathrm{se} = \frac{s}{\sqrt R},\qquad
+        k = t_{R-1}^{-1}\Big(1 - \frac{\alpha}{2N}\Big),
+
+    where :math:`s` is the sample standard deviation and :math:`t_{R-1}` Student's law: a
+    correct reference is outside :math:`\bar x \pm k\,\mathrm{se}` somewhere among the
+    :math:`N` entries with probability at most about :math:`\alpha` (Bonferroni, Gaussian
+    replicates).
+
+    Returns
+    -------
+    mean, se : ndarray
+        Shape ``samples.shape[1:]``.
+    k : float
+    """
+    from scipy.stats import t as student_t
+
+    x = as_float_array(samples, "samples")
+    if x.ndim < 1 or x.shape[0] < 3:
+        raise ValueError(f"samples must hold at least 3 replicates along axis 0, got shape {x.shape}")
+    if not (0.0 < familywise_alpha < 1.0):
+        raise ValueError(f"familywise_alpha must lie in (0, 1), got {familywise_alpha}")
+    R = x.shape[0]
+    n = max(1, int(np.prod(x.shape[1:])))
+    mean = x.mean(axis=0)
+    se = x.std(axis=0, ddof=1) / np.sqrt(R)
+    k = float(student_t.ppf(1.0 - familywise_alpha / (2.0 * n), R - 1))
+    return mean, se, k
