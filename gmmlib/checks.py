@@ -251,43 +251,38 @@ class Ledger:
                         k * si, comparison, self._text(method, "method"), why, passed, int(est.size))
         )
 
-    def below(
-        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str
-    ) -> CheckResult:
-        r"""Check :math:`v_i \le b_i` for every entry (e.g. an error below a floor, a risk gap below a tolerance)."""
+    def _bound(self, value: Any, bound: Any, sign: float, claim: str, what: str, method: str,
+               why: str) -> CheckResult:
+        """Check ``sign * (v_i - b_i) <= 0`` for every entry; ``sign = 1`` for ≤, ``-1`` for ≥."""
         v = _array(value, "value")
         b = np.broadcast_to(_array(bound, "bound"), v.shape)
         if v.size == 0:
             raise ValueError("value must not be empty")
-        gap = np.where(np.isfinite(v - b), v - b, np.inf)
+        gap = sign * (v - b)
+        gap = np.where(np.isfinite(gap), gap, np.inf)
         i = int(np.argmax(gap))
         vi, bi = float(v.flat[i]), float(b.flat[i])
         passed = bool(np.all(gap <= 0))
         where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = f"{_fmt(vi)} {'≤' if passed else '>'} {_fmt(bi)}{where}"
+        ok, bad = ("≤", ">") if sign > 0 else ("≥", "<")
+        comparison = f"{_fmt(vi)} {ok if passed else bad} {_fmt(bi)}{where}"
         return self._record(
-            CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, bi, max(vi - bi, 0.0),
-                        bi, comparison, self._text(method, "method"), self._text(why, "why"), passed, int(v.size))
+            CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, bi,
+                        max(sign * (vi - bi), 0.0), bi, comparison, self._text(method, "method"),
+                        self._text(why, "why"), passed, int(v.size))
         )
+
+    def below(
+        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str
+    ) -> CheckResult:
+        r"""Check :math:`v_i \le b_i` for every entry (e.g. an error below a floor, a risk gap below a tolerance)."""
+        return self._bound(value, bound, 1.0, claim, what, method, why)
 
     def above(
         self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str
     ) -> CheckResult:
         r"""Check :math:`v_i \ge b_i` for every entry (e.g. an accuracy above chance plus a margin)."""
-        v = _array(value, "value")
-        b = np.broadcast_to(_array(bound, "bound"), v.shape)
-        if v.size == 0:
-            raise ValueError("value must not be empty")
-        gap = np.where(np.isfinite(b - v), b - v, np.inf)
-        i = int(np.argmax(gap))
-        vi, bi = float(v.flat[i]), float(b.flat[i])
-        passed = bool(np.all(gap <= 0))
-        where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = f"{_fmt(vi)} {'≥' if passed else '<'} {_fmt(bi)}{where}"
-        return self._record(
-            CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, bi, max(bi - vi, 0.0),
-                        bi, comparison, self._text(method, "method"), self._text(why, "why"), passed, int(v.size))
-        )
+        return self._bound(value, bound, -1.0, claim, what, method, why)
 
     def summary(self) -> str:
         """A one-line count of this chapter's checks."""

@@ -178,9 +178,7 @@ def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) ->
     ndarray, shape (n,) (or a float for one query)
     """
     Q, U, V, single = _check_inputs(mixture, queries, U, V)
-    A = Q @ U.T
-    T = softmax_attention_limit(mixture, Q, U, V)
-    log_ratio, spread, _ = _tilted_spread(mixture, A, 2.0, T, V)
+    log_ratio, spread, _ = _tilted_spread(mixture, Q @ U.T, 2.0, softmax_attention_limit(mixture, Q, U, V), V)
     out = np.exp(log_ratio) * spread
     return float(out[0]) if single else out
 
