@@ -49,7 +49,8 @@ def _render(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
         if info.get("type") != "exercise":
             continue
         node = info["node"]
-        title = node.children[0].astext() if node.children else ""
+        subtitles = [n for n in node.findall(nodes.Element) if type(n).__name__ == "exercise_subtitle"]
+        title = subtitles[0].astext().strip() if subtitles else ""
         by_doc[info["docname"]].append((_number(env, info["docname"], label), label, title))
     order = {doc: i for i, doc in enumerate(env.toctree_includes.get(env.config.root_doc, []))}
     content: list[nodes.Node] = []
@@ -66,10 +67,8 @@ def _render(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
             item = nodes.list_item()
             p = nodes.paragraph()
             p += make_refnode(app.builder, fromdoc, doc, label, nodes.Text(f"Exercise {number}".strip()))
-            if title and not title.startswith("Exercise"):
+            if title:
                 p += nodes.Text(f" — {title}")
-            elif title and "(" in title:
-                p += nodes.Text(" — " + title.split("(", 1)[1].rstrip(")"))
             item += p
             bullets += item
         content.append(bullets)

@@ -26,7 +26,7 @@ import numpy as np
 from ._validation import as_float_array, check_positive
 from .mixtures import GaussianMixture
 
-__all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation"]
+__all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation", "attention_by_quadrature"]
 
 
 _CACHE_MAX_NODES = 100_000
@@ -118,3 +118,39 @@ def expectation(f: Callable[[np.ndarray], Any], mixture: GaussianMixture, n_poin
     if vals.shape[:1] != (nodes.shape[0],):
         raise ValueError(f"f must return an array whose first axis has length {nodes.shape[0]}, got {vals.shape}")
     return np.tensordot(weights, vals, axes=(0, 0))
+
+
+def attention_by_quadrature(mixture: GaussianMixture, queries: Any, U: Any, V: Any, n_points: int = 40) -> np.ndarray:
+    r"""Infinite-prompt softmax attention computed from its definition, by quadrature of both integrals.
+
+    .. math::
+
+        T_{U,V}[\mu](z) = \frac{\int e^{x^\top Uz}\,Vx\,d\mu(x)}{\int e^{x^\top Uz}\,d\mu(x)}
+        \approx \frac{\sum_i w_i e^{x_i^\top Uz - M}\,Vx_i}{\sum_i w_i e^{x_i^\top Uz - M}},
+
+    with the mixture's Gauss–Hermite nodes :math:`x_i`, weights :math:`w_i`, and
+    :math:`M = \max_i x_i^\top Uz` (the same factor cancels). No tilting formula is used,
+    which makes it an independent reference for :func:`gmmlib.softmax_attention_limit`.
+    Accurate while the tilt stays within the rule's reach (moderate :math:`\|U z\|`
+    relative to the component spreads); compare two values of ``n_points`` to see it converge.
+
+    Parameters
+    ----------
+    mixture : GaussianMixture
+    queries : array_like, shape (n, d)
+    U : array_like, shape (d, d)
+    V : array_like, shape (p, d)
+    n_points : int
+        Nodes per axis and component.
+
+    Returns
+    -------
+    ndarray, shape (n, p)
+    """
+    from .limits import _check_inputs
+
+    Q, U, V, _ = _check_inputs(mixture, queries, U, V)
+    nodes, weights, _ = mixture_nodes(mixture, n_points)
+    S = nodes @ (Q @ U.T).T  # (N, n) scores
+    W = weights[:, None] * np.exp(S - S.max(axis=0, keepdims=True))
+    return (W.T @ (nodes @ V.T)) / W.sum(axis=0)[:, None]

@@ -47,3 +47,15 @@ def test_bad_input(mixture2d):
         mixture_nodes("x")
     with pytest.raises(ValueError, match="first axis"):
         expectation(lambda X: np.zeros(3), mixture2d, 4)
+
+
+def test_attention_by_quadrature_matches_the_closed_form(mixture2d):
+    from gmmlib import softmax_attention_limit
+    from gmmlib.quadrature import attention_by_quadrature
+
+    U, V = np.array([[0.8, 0.3], [-0.2, 0.6]]), np.array([[1.0, 0.5], [0.0, 2.0], [1.0, 1.0]])
+    Q = np.random.default_rng(3).normal(size=(7, 2))
+    np.testing.assert_allclose(attention_by_quadrature(mixture2d, Q, U, V, 40), softmax_attention_limit(mixture2d, Q, U, V),
+                               rtol=1e-11, atol=1e-12)
+    with pytest.raises(ValueError, match="queries"):
+        attention_by_quadrature(mixture2d, np.zeros((2, 3)), U, V)
