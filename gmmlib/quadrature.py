@@ -130,7 +130,7 @@ def attention_by_quadrature(mixture: GaussianMixture, queries: Any, U: Any, V: A
 
     with the mixture's Gauss–Hermite nodes :math:`x_i`, weights :math:`w_i`, and
     :math:`M = \max_i x_i^\top Uz` (the same factor cancels). No tilting formula is used,
-    which makes it an independent reference for :func:`gmmlib.softmax_attention_limit`.
+    which makes it an independent reference for :func:`gmmlib.limits.softmax_attention_limit`.
     Accurate while the tilt stays within the rule's reach (moderate :math:`\|U z\|`
     relative to the component spreads); compare two values of ``n_points`` to see it converge.
 
