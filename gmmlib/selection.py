@@ -56,6 +56,7 @@ __all__ = [
     "sample_prompts",
     "bayes_scores",
     "linear_rule_accuracy",
+    "sign_rule_accuracy",
     "xor_posterior_mean",
     "xor_bayes_accuracy",
     "replicate_mean_se",
@@ -488,6 +489,42 @@ def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = Non
                                               rng=np.random.default_rng(0)))
         acc += x_mixture.weights[k] * p
     return float(acc)
+
+
+def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float = 0.0) -> float:
+    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)` when component :math:`k` carries the label :math:`y_k\in\{-1, 1\}`.
+
+    Given component :math:`k`, the score :math:`w^\top X + b` is
+    :math:`\mathcal N(w^\top m_k + b,\ w^\top\Gamma_k w)`, so
+
+    .. math::
+
+        \mathrm{acc} = \sum_k \pi_k\,\Phi\Big(\frac{y_k\,(w^\top m_k + b)}{\sqrt{w^\top\Gamma_k w}}\Big).
+
+    A component whose score has zero variance counts as correct iff
+    :math:`y_k(w^\top m_k + b) > 0` (the sign of a zero score is no label).
+
+    Parameters
+    ----------
+    x_mixture : GaussianMixture
+        The law of :math:`x`, one component per labelled cluster.
+    labels : array_like, shape (K,) or (K, 1)
+        The labels :math:`y_k`, each :math:`-1` or :math:`1`.
+    w : array_like, shape (d,)
+    b : float
+    """
+    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    y = as_float_array(labels, "labels").reshape(-1)
+    if y.shape != (x_mixture.n_components,) or not np.all(np.abs(y) == 1.0):
+        raise ValueError(f"labels must hold {x_mixture.n_components} values in {{-1, 1}}, got {np.asarray(labels)!r}")
+    w = as_float_array(w, "w", ndim=1)
+    if w.shape != (x_mixture.dim,):
+        raise ValueError(f"w must have shape ({x_mixture.dim},), got {w.shape}")
+    margin = y * (x_mixture.means @ w + float(b))
+    sd = np.sqrt(np.clip(np.einsum("i,kij,j->k", w, x_mixture.covs, w), 0.0, None))
+    deg = sd <= 1e-14 * max(1.0, float(np.max(np.abs(margin))))
+    p = np.where(deg, (margin > 0).astype(float), norm.cdf(margin / np.where(deg, 1.0, sd)))
+    return float(x_mixture.weights @ p)
 
 
 def xor_posterior_mean(X: Any, offset: float = 2.0, variance: float = 0.5) -> np.ndarray:

@@ -23,6 +23,7 @@ from gmmlib.selection import (
     replicate_mean_se,
     sample_prompts,
     shared_covariance_limit,
+    sign_rule_accuracy,
     softmax_log_alignment,
     token_mixture,
     xor_bayes_accuracy,
@@ -215,6 +216,36 @@ def test_linear_rule_accuracy_degenerate_rows():
     # identical scores up to a positive intercept gap: class 0 is always chosen
     assert np.isclose(linear_rule_accuracy(gm, np.zeros((2, 2)), np.array([1.0, 0.0])), 0.5)
     assert np.isclose(linear_rule_accuracy(gm, np.zeros((2, 2)), np.array([0.0, 1.0])), 0.5)
+
+
+def test_sign_rule_accuracy_against_monte_carlo_and_by_hand(rng):
+    gm = random_mixture(rng, 3, 2)
+    y = np.array([1.0, -1.0, 1.0])
+    w, b = rng.normal(size=2), 0.3
+    n = 400_000
+    X, k = gm.sample(n, rng)
+    emp = np.mean(np.sign(X @ w + b) == y[k])
+    acc = sign_rule_accuracy(gm, y, w, b)
+    assert abs(emp - acc) < 4 * np.sqrt(acc * (1 - acc) / n)
+    # one component, by hand
+    g1 = GaussianMixture.gaussian([1.0, 0.0], np.diag([4.0, 1.0]))
+    assert np.isclose(sign_rule_accuracy(g1, [-1], [1.0, 0.0], 0.5), stats.norm.cdf(-1.5 / 2.0), rtol=1e-14)
+    # a point mass: correct iff the margin is positive; w = 0 never predicts a label
+    pm = GaussianMixture([0.5, 0.5], [[1.0, 0.0], [-1.0, 0.0]], np.zeros((2, 2, 2)))
+    assert sign_rule_accuracy(pm, [1, -1], [1.0, 0.0]) == 1.0
+    assert sign_rule_accuracy(pm, [1, -1], [0.0, 0.0]) == 0.0
+    with pytest.raises(ValueError, match="labels"):
+        sign_rule_accuracy(pm, [1, 0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="w"):
+        sign_rule_accuracy(pm, [1, -1], [1.0, 0.0, 0.0])
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds)
+def test_every_sign_rule_is_at_chance_on_xor(seed):
+    rng = np.random.default_rng(seed)
+    gm, C = xor_task(rng.uniform(0.5, 3.0), rng.uniform(0.2, 2.0))
+    assert np.isclose(sign_rule_accuracy(gm, C, rng.normal(size=2)), 0.5, atol=1e-15)
 
 
 def test_xor_closed_forms():
