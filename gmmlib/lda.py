@@ -78,6 +78,7 @@ __all__ = [
     "QuadratureRisk",
     "EffectiveHead",
     "best_linear_attention",
+    "gradient_descent",
     "minimiser_distances",
     "zeta_sequence",
 ]
@@ -562,23 +563,27 @@ class EffectiveHead(nn.Module):
 
 
 # ---------------------------------------------------------------------- linear attention, minimisers
-def best_linear_attention(model: LDAModel, n_points: int = 40) -> tuple[np.ndarray, float]:
+def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None = None) -> tuple[np.ndarray, float]:
     r"""The best logistic risk of linear attention: :math:`\min_\beta \mathbb E\,\ell(Y\beta^\top X)`.
 
     Linear attention's limit on the query :math:`(x, 0)` is :math:`\beta^\top x` with
     :math:`\beta^\top = (V\,\mathbb E[ZZ^\top]\,U)_{d+1,1:d}`, any :math:`\beta` being reachable; the
     problem is a convex logistic regression without intercept, solved by BFGS (scipy) on the
     quadrature risk and its exact gradient, then polished by three Newton steps (gradient norm
-    ~1e-15). Returns ``(beta, risk)``.
+    ~1e-15). The search starts at ``start`` (default :math:`\beta = 0`, which knows nothing of
+    :math:`w^*`). Returns ``(beta, risk)``.
     """
     model = _check_model(model)
     d = model.dim
+    x0 = np.zeros(d) if start is None else as_float_array(start, "start", ndim=1)
+    if x0.shape != (d,):
+        raise ValueError(f"start must have shape ({d},), got {x0.shape}")
 
     def fun(beta):
         risk, g = population_risk_grad(model, EffectiveParams(beta, 0.0, 0.0, np.zeros(d)), n_points)
         return risk, g.w
 
-    res = minimize(fun, model.bayes_params()[0], jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 500})
+    res = minimize(fun, x0, jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 500})
     beta = res.x
     for _ in range(3):  # Newton polish (Hessian by central differences of the exact gradient)
         g = fun(beta)[1]
@@ -586,6 +591,53 @@ def best_linear_attention(model: LDAModel, n_points: int = 40) -> tuple[np.ndarr
         H = np.stack([(fun(beta + h * e)[1] - fun(beta - h * e)[1]) / (2 * h) for e in np.eye(d)], axis=1)
         beta = beta - np.linalg.solve(0.5 * (H + H.T), g)
     return beta, float(fun(beta)[0])
+
+
+def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps: int, n_points: int = 40,
+                     callback: Any | None = None) -> AttentionParams:
+    r"""Population gradient descent :math:`\theta_{k+1} = \theta_k - \eta\,\nabla_\theta R(\theta_k)` on one head.
+
+    The risk and its gradient come from :func:`attention_risk_grad` (a Gauss–Hermite rule with
+    ``n_points`` nodes per axis).
+
+    Parameters
+    ----------
+    model : LDAModel
+    theta0 : AttentionParams
+        The start :math:`\theta_0`.
+    eta : float
+        The step :math:`\eta > 0`.
+    steps : int
+        The number of steps :math:`k`.
+    n_points : int
+        Gauss–Hermite nodes per axis.
+    callback : callable, optional
+        Called as ``callback(k, theta, risk, grad)`` for ``k = 0, ..., steps`` with
+        :math:`\theta_k`, :math:`R(\theta_k)` and :math:`\nabla R(\theta_k)` (an :class:`AttentionParams`),
+        before the step; at ``k = steps`` no step follows.
+
+    Returns
+    -------
+    AttentionParams
+        :math:`\theta_{\text{steps}}`.
+    """
+    model = _check_model(model)
+    if theta0.dim != model.dim:
+        raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
+    check_positive(eta, "eta")
+    if int(steps) != steps or steps < 0:
+        raise ValueError(f"steps must be a non-negative integer, got {steps}")
+    d, vec = model.dim, theta0.vector().copy()
+    for k in range(int(steps) + 1):
+        theta = AttentionParams.from_vector(vec, d)
+        if callback is None and k == steps:
+            break
+        risk, g = attention_risk_grad(model, theta, n_points)
+        if callback is not None:
+            callback(k, theta, risk, g)
+        if k < steps:
+            vec = vec - eta * g.vector()
+    return AttentionParams.from_vector(vec, d)
 
 
 def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:

@@ -24,6 +24,7 @@ from gmmlib.lda import (
     construction_r0,
     construction_s0,
     effective_params,
+    gradient_descent,
     effective_predictor,
     logistic_loss,
     minimiser_distances,
@@ -164,6 +165,34 @@ def test_linear_attention(rng):
     U, V = random_theta(rng, 2).matrices()
     out = linear_attention_limit(C1.token_mixture(), np.zeros((1, 3)), U, V)
     assert out[0, -1] == 0.0
+
+
+def test_best_linear_attention_from_any_start(rng):
+    sym = LDAModel(0.5, [1.0, 0.5], [-1.0, -0.5], np.eye(2))  # b* = 0: the minimiser is w*
+    w_star = sym.bayes_params()[0]
+    for start in (None, rng.normal(size=2), 3 * rng.normal(size=2)):
+        beta, _ = best_linear_attention(sym, 80, start=start)
+        np.testing.assert_allclose(beta, w_star, atol=1e-9)
+    with pytest.raises(ValueError, match="start"):
+        best_linear_attention(sym, 40, start=np.zeros(3))
+
+
+def test_gradient_descent(rng):
+    theta0 = random_theta(rng, 2, 0.5)
+    seen = []
+    end = gradient_descent(C1, theta0, 0.5, 5, 30, callback=lambda k, th, R, g: seen.append((k, th.vector(), R)))
+    vec = theta0.vector()
+    for k in range(6):  # the explicit iteration, step by step
+        R, g = attention_risk_grad(C1, AttentionParams.from_vector(vec, 2), 30)
+        assert seen[k][0] == k and seen[k][2] == pytest.approx(R, abs=1e-15)
+        np.testing.assert_allclose(seen[k][1], vec, atol=1e-15)
+        if k < 5:
+            vec = vec - 0.5 * g.vector()
+    np.testing.assert_allclose(end.vector(), vec, atol=1e-15)
+    assert all(a[2] > b[2] for a, b in zip(seen, seen[1:]))  # small steps decrease the risk
+    np.testing.assert_allclose(gradient_descent(C1, theta0, 0.5, 5, 30).vector(), vec, atol=1e-15)
+    with pytest.raises(ValueError, match="eta"):
+        gradient_descent(C1, theta0, -1.0, 5)
 
 
 def test_minimiser_distances_and_zeta(rng):
