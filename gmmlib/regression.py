@@ -62,6 +62,7 @@ __all__ = [
     "finite_prompt_linear_risk",
     "optimal_finite_prompt_linear_risk",
     "softmax_variance_constant",
+    "softmax_family_constant",
     "head_limit_risk",
     "GradientFlow",
     "gradient_flow",
@@ -333,6 +334,44 @@ def softmax_variance_constant(A: Any, b: float, cov: Any) -> float:
     if sign <= 0:  # pragma: no cover - excluded by the eigenvalue test above
         return float("inf")
     return float(b * b * np.exp(-0.5 * logdet) * (np.trace(S) + np.trace(P @ np.linalg.inv(inner))))
+
+
+def softmax_family_constant(c2: Any, cov: Any) -> np.ndarray | float:
+    r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
+
+    There :math:`\Sigma K = c^2 I`, :math:`P = c^2 I` and
+    :math:`(\Sigma^{-1} - 2K)^{-1} = \Sigma/(1 - 2c^2)`, so
+
+    .. math::
+
+        \bar C(c) = \operatorname{tr}\Sigma\,\frac{1 - c^2}{c^2\,(1 - 2c^2)^{1 + d/2}},
+        \qquad 0 < c^2 < \tfrac12 .
+
+    Parameters
+    ----------
+    c2 : float or array_like
+        Values of :math:`c^2`, each in :math:`(0, \frac12)`.
+    cov : array_like, shape (d, d)
+        :math:`\Sigma`, positive definite.
+
+    Returns
+    -------
+    float or ndarray
+        :math:`\bar C(c)`, with the shape of ``c2``.
+
+    Raises
+    ------
+    ValueError
+        If some :math:`c^2` lies outside :math:`(0, \frac12)` (the constant is infinite for
+        :math:`c^2 \ge \frac12`).
+    """
+    S = check_covariance(cov)
+    s = as_float_array(c2, "c2", ndim=(0, 1))
+    if np.any(~np.isfinite(s)) or np.any(s <= 0) or np.any(s >= 0.5):
+        raise ValueError("c2 must lie in (0, 1/2)")
+    d = S.shape[0]
+    out = np.trace(S) * (1.0 - s) / (s * (1.0 - 2.0 * s) ** (1.0 + d / 2.0))
+    return float(out) if out.ndim == 0 else out
 
 
 def head_limit_risk(U: Any, V: Any, cov: Any, *, n_points: int = 4) -> float:

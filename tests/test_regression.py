@@ -198,6 +198,7 @@ def test_softmax_variance_constant_against_error_law():
     assert abs(vals.mean() - C) < 4 * vals.std() / np.sqrt(n)
     family = np.trace(SIGMA) * (1 - c**2) / (c**2 * (1 - 2 * c**2) ** 2)
     assert np.isclose(C, family, rtol=1e-12)
+    assert np.isclose(reg.softmax_family_constant(c**2, SIGMA), family, rtol=1e-12)
     assert reg.softmax_variance_constant(2.0 * np.linalg.inv(SIGMA), 1.0, SIGMA) == float("inf")
 
 
@@ -208,3 +209,18 @@ def test_head_risk_validation():
         reg.head_limit_risk(np.eye(3), np.eye(2), SIGMA)
     with pytest.raises(ValueError, match="n_points"):
         reg.head_limit_risk(np.eye(3), np.eye(3), SIGMA, n_points=2)
+
+
+@pytest.mark.parametrize("d", [1, 2, 4])
+def test_softmax_family_constant_matches_general_formula(d):
+    """The family expression against the general C̄(A, b) at A = cΣ⁻¹, b = 1/c, for a random Σ."""
+    S = random_spd(np.random.default_rng(11 + d), d)
+    c2 = np.array([0.01, 0.1, 0.2, 0.3, 0.45])
+    fam = reg.softmax_family_constant(c2, S)
+    assert fam.shape == c2.shape
+    general = [reg.softmax_variance_constant(np.sqrt(s) * np.linalg.inv(S), 1 / np.sqrt(s), S) for s in c2]
+    np.testing.assert_allclose(fam, general, rtol=1e-10)
+    assert isinstance(reg.softmax_family_constant(0.1, S), float)
+    for bad in (0.0, 0.5, -0.1, [0.1, 0.7], np.nan):
+        with pytest.raises(ValueError, match="c2"):
+            reg.softmax_family_constant(bad, S)
