@@ -29,6 +29,8 @@ PRINT_CSS = """
 .bd-header-article, .header-article-items, #pst-back-to-top, .bd-footer, .bd-search,
 .headerlink, .toggle-details__summary .tb-icon, .onlyprint { display: none !important; }
 .bd-main .bd-content .bd-article-container, .bd-page-width, .bd-main .bd-content { max-width: 100% !important; }
+/* the theme hides the article's own h1 in print (its print header shows it instead): show every chapter's */
+article.bd-article h1, article.bd-article .book-part h1 { display: block !important; }
 .book-part { break-before: page; }
 .book-part:first-child { break-before: auto; }
 figure, .cell_output img, div.proof, div.theorem, div.lemma, div.proposition, table { break-inside: avoid; }
