@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CheckFailed", "CheckResult", "Ledger", "find_book_root"]
+__all__ = ["CheckFailed", "CheckResult", "Ledger", "find_book_root", "replicate_mean_se"]
 
 LEDGER_ENV = "GMMLIB_LEDGER_DIR"
 
@@ -289,3 +289,41 @@ class Ledger:
         n_ok = sum(e.passed for e in self.entries)
         claims = len({e.claim for e in self.entries})
         return f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims"
+
+
+def replicate_mean_se(samples: Any, *, familywise_alpha: float = 1e-3) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Mean, standard error and a family-wise tolerance multiplier for independent replicates.
+
+    For :math:`R` i.i.d. replicates (axis 0) of an array of :math:`N` estimates,
+
+    .. math::
+
+        \bar x = \frac1R\sum_r x_r,\qquad \mathrm{se} = \frac{s}{\sqrt R},\qquad
+        k = t_{R-1}^{-1}\Big(1 - \frac{\alpha}{2N}\Big),
+
+    where :math:`s` is the sample standard deviation and :math:`t_{R-1}` Student's law: a
+    correct reference is outside :math:`\bar x \pm k\,\mathrm{se}` somewhere among the
+    :math:`N` entries with probability at most about :math:`\alpha` (Bonferroni, Gaussian
+    replicates).
+
+    Returns
+    -------
+    mean, se : ndarray
+        Shape ``samples.shape[1:]``.
+    k : float
+    """
+    from scipy.stats import t as student_t
+
+    x = _array(samples, "samples")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("samples must be finite (no NaN or inf)")
+    if x.ndim < 1 or x.shape[0] < 3:
+        raise ValueError(f"samples must hold at least 3 replicates along axis 0, got shape {x.shape}")
+    if not (0.0 < familywise_alpha < 1.0):
+        raise ValueError(f"familywise_alpha must lie in (0, 1), got {familywise_alpha}")
+    R = x.shape[0]
+    n = max(1, int(np.prod(x.shape[1:])))
+    mean = x.mean(axis=0)
+    se = x.std(axis=0, ddof=1) / np.sqrt(R)
+    k = float(student_t.ppf(1.0 - familywise_alpha / (2.0 * n), R - 1))
+    return mean, se, k

@@ -59,7 +59,6 @@ __all__ = [
     "sign_rule_accuracy",
     "xor_posterior_mean",
     "xor_bayes_accuracy",
-    "replicate_mean_se",
 ]
 
 #: A log-alignment :math:`\ell(z, z')`: maps queries (n, d) and keys (N, d) to an (n, N) array.
@@ -559,37 +558,3 @@ def xor_bayes_accuracy(offset: float = 2.0, variance: float = 0.5) -> float:
 
 
 # --------------------------------------------------------------------------- replicate statistics
-def replicate_mean_se(samples: Any, *, familywise_alpha: float = 1e-3) -> tuple[np.ndarray, np.ndarray, float]:
-    r"""Mean, standard error and a family-wise tolerance multiplier for independent replicates.
-
-    For :math:`R` i.i.d. replicates (axis 0) of an array of :math:`N` estimates,
-
-    .. math::
-
-        \bar x = \frac1R\sum_r x_r,\qquad \mathrm{se} = \frac{s}{\sqrt R},\qquad
-        k = t_{R-1}^{-1}\Big(1 - \frac{\alpha}{2N}\Big),
-
-    where :math:`s` is the sample standard deviation and :math:`t_{R-1}` Student's law: a
-    correct reference is outside :math:`\bar x \pm k\,\mathrm{se}` somewhere among the
-    :math:`N` entries with probability at most about :math:`\alpha` (Bonferroni, Gaussian
-    replicates).
-
-    Returns
-    -------
-    mean, se : ndarray
-        Shape ``samples.shape[1:]``.
-    k : float
-    """
-    from scipy.stats import t as student_t
-
-    x = as_float_array(samples, "samples")
-    if x.ndim < 1 or x.shape[0] < 3:
-        raise ValueError(f"samples must hold at least 3 replicates along axis 0, got shape {x.shape}")
-    if not (0.0 < familywise_alpha < 1.0):
-        raise ValueError(f"familywise_alpha must lie in (0, 1), got {familywise_alpha}")
-    R = x.shape[0]
-    n = max(1, int(np.prod(x.shape[1:])))
-    mean = x.mean(axis=0)
-    se = x.std(axis=0, ddof=1) / np.sqrt(R)
-    k = float(student_t.ppf(1.0 - familywise_alpha / (2.0 * n), R - 1))
-    return mean, se, k

@@ -11,6 +11,7 @@ from scipy import integrate, stats
 
 from gmmlib import GaussianMixture, linear_attention_limit, softmax_attention, softmax_attention_limit
 from gmmlib.denoising import bayes_denoiser
+from gmmlib.checks import replicate_mean_se
 from gmmlib.selection import (
     alignment_attention,
     alignment_attention_limit,
@@ -20,7 +21,6 @@ from gmmlib.selection import (
     linear_rule_accuracy,
     onehot_task,
     readout_construction,
-    replicate_mean_se,
     sample_prompts,
     shared_covariance_limit,
     sign_rule_accuracy,
