@@ -235,7 +235,10 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         f"{sum(1 for c in claims if c in checked_labels)} of the book's {len(claims)} theorems, "
         f"propositions, lemmas and corollaries are checked numerically and "
         f"{sum(1 for c in claims if c not in checked_labels and c in unchecked)} carry a note "
-        "saying why not. By method: "
+        "saying why not. "
+        f"Every check names a wrong answer that the same comparison must reject (its negative control): "
+        f"{sum(bool(c['rejected']) for e in all_entries for c in (e.get('controls') or []))} of "
+        f"{sum(len(e.get('controls') or []) for e in all_entries)} controls were rejected. By method: "
         + ", ".join(f"{k} {v}" for k, v in sorted(methods.items(), key=lambda kv: -kv[1])) + "."
     ))
     content.append(summary)
@@ -250,14 +253,23 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             verdict = "✔ " if e["passed"] else "✘ FAILED "
             what = _para(e["what"] + " — ")
             what += nodes.emphasis(text=e["method"])
+            claim_cell = _para(verdict, _claim_link(app, docname, e["claim"], doc))
+            if e.get("index"):
+                claim_cell.insert(0, nodes.target("", "", ids=[f"check-{e['chapter']}-{e['index']}"]))
+            controls = e.get("controls") or []
+            control_cell = _para("; ".join(
+                f"{'rejects' if c['rejected'] else 'DOES NOT REJECT'} {c['name']}: {c['margin']}"
+                for c in controls) or "none")
             rows.append([
-                _para(verdict, _claim_link(app, docname, e["claim"], doc)),
+                claim_cell,
                 what,
                 e["comparison"],
                 e["why"],
+                control_cell,
             ])
         section += _table(["claim", "what is compared — how the reference was obtained", "result",
-                           "why this tolerance"], rows, [14, 34, 28, 24])
+                           "why this tolerance", "negative control: the wrong answer it rejects"],
+                          rows, [12, 28, 22, 18, 20])
         content.append(section)
 
     for ph in placeholders:
@@ -289,6 +301,15 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
     for label in sorted(set(unchecked) - set(claims)):
         logger.warning(f"verification ledger: {{unchecked}} names an unknown claim '{label}'",
                        type="ledger", subtype="unknown")
+    for e in entries:
+        controls = e.get("controls") or []
+        if not controls:
+            logger.warning(f"verification ledger: a check of '{e['claim']}' in {e['chapter']} names no negative "
+                           "control (a wrong answer the same comparison must reject)",
+                           type="ledger", subtype="no-control")
+        elif not all(c["rejected"] for c in controls):
+            logger.warning(f"verification ledger: a check of '{e['claim']}' in {e['chapter']} does not reject "
+                           "its negative control", type="ledger", subtype="weak-control")
     for e in entries:
         if not e["passed"]:
             logger.warning(f"verification ledger: a check of '{e['claim']}' failed in {e['chapter']}",

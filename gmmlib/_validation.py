@@ -13,6 +13,11 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
+    "check_mixture",
+    "check_points",
+    "check_queries",
+    "check_U",
+    "check_V",
     "check_matrix",
     "check_rng",
     "check_positive",
@@ -89,3 +94,46 @@ def check_positive(x: Any, name: str, *, integer: bool = False, allow_zero: bool
         bound = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be {bound}, got {x}")
     return x
+
+
+def check_mixture(mixture: Any, name: str = "mixture") -> Any:
+    """Return ``mixture`` if it is a :class:`~gmmlib.mixtures.GaussianMixture`, else raise ``TypeError``."""
+    from .mixtures import GaussianMixture  # local: mixtures imports this module
+
+    if not isinstance(mixture, GaussianMixture):
+        raise TypeError(f"{name} must be a GaussianMixture, got {type(mixture).__name__}")
+    return mixture
+
+
+def check_queries(queries: Any, d: int, name: str = "queries") -> tuple[np.ndarray, bool]:
+    """Queries as an (n, d) float array, and whether a single (d,) query was given."""
+    Q = as_float_array(queries, name, ndim=(1, 2))
+    single = Q.ndim == 1
+    Q = Q[None, :] if single else Q
+    if Q.shape[1] != d:
+        raise ValueError(f"{name} must have shape (n, {d}) to match the dimension {d}, got {Q.shape}")
+    return Q, single
+
+
+def check_points(Z: Any, d: int, name: str = "Z") -> np.ndarray:
+    """Points as an (n, d) float array (exactly two dimensions)."""
+    Zarr = as_float_array(Z, name, ndim=2)
+    if Zarr.shape[1] != d:
+        raise ValueError(f"{name} must have shape (n, {d}), got {Zarr.shape}")
+    return Zarr
+
+
+def check_U(U: Any, d: int, name: str = "U") -> np.ndarray:
+    """An interaction matrix of shape (d, d)."""
+    U = as_float_array(U, name, ndim=2)
+    if U.shape != (d, d):
+        raise ValueError(f"{name} must have shape ({d}, {d}), got {U.shape}")
+    return U
+
+
+def check_V(V: Any, d: int, name: str = "V") -> np.ndarray:
+    """A value matrix of shape (p, d)."""
+    V = as_float_array(V, name, ndim=2)
+    if V.shape[1] != d:
+        raise ValueError(f"{name} must have shape (p, {d}), got {V.shape}")
+    return V

@@ -20,6 +20,7 @@ and its memory does not grow with the prompt length beyond the inputs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -27,6 +28,7 @@ import torch
 from torch import nn
 
 __all__ = [
+    "Head",
     "softmax_attention",
     "linear_attention",
     "attention_weights",
@@ -285,6 +287,35 @@ def linear_attention(tokens: Any, queries: Any, U: Any, V: Any):
         M = Z.transpose(1, 2) @ Z / Z.shape[1]  # (B, d, d)
         out = (Q @ U.T) @ M @ V.T
     return _finish(out, numpy_mode, batched)
+
+
+@dataclass(frozen=True)
+class Head:
+    r"""The parameters :math:`(U, V)` of one attention head, as numpy float64 arrays.
+
+    Every construction of the book returns a :class:`Head` or a tuple of them (a multi-head
+    layer is the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks.
+    """
+
+    U: np.ndarray
+    V: np.ndarray
+
+    def __post_init__(self) -> None:
+        U = np.array(self.U, dtype=np.float64)
+        V = np.array(self.V, dtype=np.float64)
+        if U.ndim != 2 or U.shape[0] != U.shape[1]:
+            raise ValueError(f"U must be a square (d, d) matrix, got shape {U.shape}")
+        if V.ndim != 2 or V.shape[1] != U.shape[0]:
+            raise ValueError(f"V must be a (p, d) matrix with d = {U.shape[0]}, got shape {V.shape}")
+        if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
+            raise ValueError("U and V must be finite (no NaN or inf)")
+        U.setflags(write=False)
+        V.setflags(write=False)
+        object.__setattr__(self, "U", U)
+        object.__setattr__(self, "V", V)
+
+    def __iter__(self):
+        return iter((self.U, self.V))
 
 
 class AttentionHead(nn.Module):

@@ -5,9 +5,16 @@ Every check cell of the book goes through a :class:`Ledger`, one per chapter::
     from gmmlib.checks import Ledger
     ledger = Ledger("01_infinite_prompt_limit")
     ledger.within_se(estimate, reference, se, k=4, claim="thm-clt",
-                     what="L·MSE at κ = 1", method="Monte Carlo, 400 prompts")
+                     what="L·MSE at κ = 1", method="Monte Carlo, 400 prompts",
+                     control=Control("the constant without its e^κ", wrong_reference))
 
 Each check
+
+* names at least one *negative control*: a plausible wrong answer (a term dropped, a
+  sign flipped, a factor off by the size of error the check is meant to catch, the
+  competing method's value). The ledger applies the very same comparison to it; the
+  control must fail, and the margin by which it is rejected is recorded. A control that
+  passes fails the check: the test has no power against that wrong answer.
 
 * prints a one-line verdict when it holds,
 * raises :class:`CheckFailed` (an ``AssertionError``) with a readable message when it does
@@ -30,18 +37,92 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CheckFailed", "CheckResult", "Ledger", "find_book_root", "replicate_mean_se"]
+__all__ = [
+    "CheckFailed",
+    "CheckResult",
+    "Control",
+    "Estimate",
+    "Ledger",
+    "converged_quadrature",
+    "find_book_root",
+    "monte_carlo_mean",
+    "replicate_mean_se",
+    "replicates",
+    "richardson_derivative",
+]
 
 LEDGER_ENV = "GMMLIB_LEDGER_DIR"
+#: The relative address of the verification ledger page from a chapter's page.
+LEDGER_PAGE = "ledger.html"
 
 
 class CheckFailed(AssertionError):
-    """A numerical check of a claim in the book did not hold."""
+    """A numerical check of a claim in the book did not hold, or could not tell a wrong answer from it."""
+
+
+@dataclass(frozen=True)
+class Control:
+    r"""A negative control: a plausible wrong answer that the check must reject.
+
+    Parameters
+    ----------
+    name : str
+        What the wrong answer is, in words ("c₁ = 0", "the gate tilted by a instead of 2a").
+    value : scalar or array_like
+        The wrong answer, of the same shape as what it replaces.
+    replaces : {"reference", "value", "bound"} or None
+        Which argument of the check the wrong answer takes the place of. By default the
+        *reference* for :meth:`Ledger.close` and :meth:`Ledger.within_se` (the claimed value
+        is usually the reference) and the *value* for :meth:`Ledger.below` and
+        :meth:`Ledger.above`.
+    """
+
+    name: str
+    value: Any
+    replaces: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("Control.name must be a non-empty string saying what the wrong answer is")
+        if self.replaces not in (None, "reference", "value", "bound"):
+            raise ValueError(f"Control.replaces must be 'reference', 'value', 'bound' or None, got {self.replaces!r}")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    r"""A computed reference together with its own error, and the justification of that error.
+
+    Made by :func:`converged_quadrature`, :func:`richardson_derivative`, :func:`replicates`
+    and :func:`monte_carlo_mean`; pass it as the ``reference`` (or ``estimate``) of a check
+    and the check takes its tolerance and ``why`` from it.
+
+    Attributes
+    ----------
+    value : ndarray
+        The estimate.
+    error : ndarray
+        The absolute tolerance it justifies (for :meth:`Ledger.close`).
+    why : str
+        How ``error`` was obtained, written from the actual numbers.
+    method : str
+        How ``value`` was computed.
+    se : ndarray or None
+        Its standard error, for random estimates (for :meth:`Ledger.within_se`).
+    k : float or None
+        The tolerance multiplier in standard errors that goes with ``se``.
+    """
+
+    value: np.ndarray
+    error: np.ndarray
+    why: str
+    method: str
+    se: np.ndarray | None = None
+    k: float | None = None
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One ledger entry: what was compared, with which tolerance and why, and the verdict."""
+    """One ledger entry: what was compared, with which tolerance and why, the controls, and the verdict."""
 
     chapter: str
     claim: str
@@ -55,20 +136,65 @@ class CheckResult:
     why: str
     passed: bool
     n_compared: int = 1
+    controls: tuple = ()
+    index: int = 0
+
+    @property
+    def anchor(self) -> str:
+        """The id of this check's row on the ledger page (``check-<chapter>-<index>``)."""
+        return f"check-{self.chapter}-{self.index}"
+
+    def control_summary(self) -> str:
+        """The controls and the margins by which they were rejected, in one phrase."""
+        if not self.controls:
+            return "no negative control"
+        return "; ".join(
+            f"{'rejects' if c['rejected'] else 'DOES NOT REJECT'} {c['name']} ({c['margin']})"
+            for c in self.controls
+        )
 
     def verdict(self) -> str:
-        """The one-line verdict printed under a check cell."""
-        mark = "✔ check passed" if self.passed else "✘ CHECK FAILED"
-        return (
-            f"{mark} [{self.claim}] {self.what}: {self.comparison} "
-            f"({self.why}; {self.method})"
-        )
+        """The one-line verdict printed under a check cell (the ledger holds the rest)."""
+        mark = "✔" if self.passed else "✘ CHECK FAILED:"
+        return f"{mark} {self.what}: {self.comparison}; {self.control_summary()}"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        mark = "✔" if self.passed else "✘ CHECK FAILED:"
+        text = html.escape(f"{self.what}: {self.comparison}; {self.control_summary()}")
+        return (f'<p class="check-verdict">{mark} {text} '
+                f'<a href="{LEDGER_PAGE}#{self.anchor}" title="tolerance, method and controls '
+                f'in the verification ledger">[ledger]</a></p>')
 
     def __str__(self) -> str:
         return self.verdict()
 
-    def _ipython_display_(self) -> None:
-        """Show nothing in a notebook: the check already printed its verdict."""
+
+class _Shown:
+    """Displays a verdict once (HTML with a link to the ledger, or plain text)."""
+
+    def __init__(self, result: CheckResult) -> None:
+        self.result = result
+
+    def _repr_html_(self) -> str:
+        return self.result._repr_html_()
+
+    def __repr__(self) -> str:
+        return self.result.verdict()
+
+
+def _show(result: CheckResult) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython is a dependency of the book
+        print(result.verdict())
+        return
+    if get_ipython() is None:
+        print(result.verdict())
+    else:
+        display(_Shown(result))
 
 
 def find_book_root(start: str | os.PathLike | None = None) -> Path | None:
@@ -88,6 +214,8 @@ def _scalar(x: Any, name: str) -> float:
 
 
 def _array(x: Any, name: str) -> np.ndarray:
+    if isinstance(x, Estimate):
+        x = x.value
     try:
         return np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -106,6 +234,16 @@ def _fmt_ref(x: float) -> str:
     return f"({_fmt(x)})" if x < 0 else _fmt(x)
 
 
+def _controls(control: Any) -> list[Control]:
+    if control is None:
+        return []
+    items = list(control) if isinstance(control, (list, tuple)) else [control]
+    for c in items:
+        if not isinstance(c, Control):
+            raise TypeError(f"control must be a Control or a list of Controls, got {type(c).__name__}")
+    return items
+
+
 @dataclass
 class Ledger:
     """The checks of one chapter.
@@ -117,11 +255,14 @@ class Ledger:
     directory : str or Path or None, optional
         Where to write ``<chapter>.json``. By default ``$GMMLIB_LEDGER_DIR`` if set, else
         ``_build/ledger`` under the book's root, else nowhere (in memory only).
+    require_control : bool
+        Refuse a check that names no :class:`Control` (the book's chapters always pass one).
     """
 
     chapter: str
     directory: str | os.PathLike | None = None
     entries: list[CheckResult] = field(default_factory=list)
+    require_control: bool = False  # TODO(lead): True once every chapter names its controls
 
     def __post_init__(self) -> None:
         if not isinstance(self.chapter, str) or not self.chapter:
@@ -153,21 +294,40 @@ class Ledger:
         tmp.replace(path)
 
     def _record(self, result: CheckResult) -> CheckResult:
+        result = CheckResult(**{**asdict(result), "index": len(self.entries) + 1})
         self.entries.append(result)
         self._write()
-        print(result.verdict())
+        _show(result)
         if not result.passed:
+            weak = [c["name"] for c in result.controls if not c["rejected"]]
+            if weak:
+                raise CheckFailed(
+                    f"The check of [{result.claim}] in chapter {result.chapter} cannot tell the claim from "
+                    f"a wrong answer: {result.what} would pass with {', '.join(weak)} too "
+                    f"({result.control_summary()}). Redesign the check so that it has power against it."
+                )
             raise CheckFailed(
                 f"The claim [{result.claim}] was not confirmed in chapter {result.chapter}: "
                 f"{result.what}: {result.comparison}. Tolerance: {result.why}. Method: {result.method}."
             )
         return result
 
+    def _need_control(self, controls: list[Control]) -> None:
+        if self.require_control and not controls:
+            raise TypeError(
+                "every check needs control=Control(name, wrong_value): a plausible wrong answer that the "
+                "same comparison must reject (pass require_control=False to Ledger only outside the book)"
+            )
+
     @staticmethod
     def _text(value: Any, name: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"{name} must be a non-empty string")
         return value
+
+    @staticmethod
+    def _finish(passed: bool, controls: list[dict[str, Any]]) -> bool:
+        return passed and all(c["rejected"] for c in controls)
 
     # ------------------------------------------------------------------ checks
     def close(
@@ -177,56 +337,96 @@ class Ledger:
         *,
         claim: str,
         what: str,
-        method: str,
-        why: str,
-        atol: float = 0.0,
+        method: str | None = None,
+        why: str | None = None,
+        atol: float | None = None,
         rtol: float = 0.0,
+        control: Control | list[Control] | None = None,
     ) -> CheckResult:
         r"""Check :math:`|v_i - r_i| \le \text{atol} + \text{rtol}\,|r_i|` for every entry.
 
         ``value`` and ``reference`` are scalars or arrays of the same shape; the entry
         records the worst one. ``why`` justifies the tolerance (e.g. "float64 round-off",
-        "4 Monte Carlo standard errors").
+        "4 Monte Carlo standard errors"). When ``reference`` is an :class:`Estimate`, its
+        ``error`` is added to ``atol`` and its ``why`` and ``method`` are used unless given.
+        The control's wrong answer replaces ``reference`` (or ``value``) in the same test.
         """
+        controls = _controls(control)
+        self._need_control(controls)
+        est = reference if isinstance(reference, Estimate) else None
         v, r = _array(value, "value"), _array(reference, "reference")
         if v.shape != r.shape:
             raise ValueError(f"value and reference must have the same shape, got {v.shape} and {r.shape}")
         if v.size == 0:
             raise ValueError("value must not be empty")
-        if atol < 0 or rtol < 0 or (atol == 0 and rtol == 0):
-            raise ValueError("give a positive atol and/or rtol: a check needs a tolerance")
-        bound = atol + rtol * np.abs(r)
-        excess = np.abs(v - r) - bound
-        excess = np.where(np.isfinite(excess), excess, np.inf)
-        i = int(np.argmax(excess))
+        atol = 0.0 if atol is None else float(atol)
+        extra = np.broadcast_to(np.asarray(est.error, dtype=np.float64), r.shape) if est is not None else 0.0
+        if atol < 0 or rtol < 0 or (atol == 0 and rtol == 0 and est is None):
+            raise ValueError("give a positive atol and/or rtol (or an Estimate as reference): a check needs a tolerance")
+        why = why or (est.why if est is not None else None)
+        method = method or (est.method if est is not None else None)
+
+        def test(vv: np.ndarray, rr: np.ndarray) -> tuple[bool, int, np.ndarray, np.ndarray]:
+            bound = atol + rtol * np.abs(rr) + extra
+            excess = np.abs(vv - rr) - bound
+            excess = np.where(np.isfinite(excess), excess, np.inf)
+            return bool(np.all(excess <= 0)), int(np.argmax(excess)), bound, np.abs(vv - rr)
+
+        passed, i, bound, diff = test(v, r)
         vi, ri = float(v.flat[i]), float(r.flat[i])
         err, tol = abs(vi - ri), float(bound.flat[i])
-        passed = bool(np.all(excess <= 0))
         where = f" (worst of {v.size})" if v.size > 1 else ""
         comparison = f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {_fmt(err)} {'≤' if passed else '>'} {_fmt(tol)}{where}"
+        recorded = []
+        for c in controls:
+            w = np.broadcast_to(_array(c.value, f"control {c.name!r}"), v.shape)
+            side = c.replaces or "reference"
+            if side not in ("value", "reference"):
+                raise ValueError(f"control {c.name!r}: close() can replace 'value' or 'reference', not {side!r}")
+            ok, j, b, d = test(w, r) if side == "value" else test(v, w)
+            ratio = float(np.max(np.where(b > 0, d / np.where(b > 0, b, 1), np.inf)))
+            recorded.append({"name": c.name, "replaces": side, "value": float(w.flat[j]), "rejected": not ok,
+                             "margin": f"error {_fmt(ratio)}× the tolerance"})
         return self._record(
             CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, ri, err, tol,
-                        comparison, self._text(method, "method"), self._text(why, "why"), passed, int(v.size))
+                        comparison, self._text(method, "method"), self._text(why, "why"),
+                        self._finish(passed, recorded), int(v.size), tuple(recorded))
         )
 
     def within_se(
         self,
         estimate: Any,
         reference: Any,
-        se: Any,
+        se: Any = None,
         *,
         claim: str,
         what: str,
-        method: str,
-        k: float = 4.0,
+        method: str | None = None,
+        k: float | None = None,
         why: str | None = None,
+        control: Control | list[Control] | None = None,
     ) -> CheckResult:
         r"""Check a Monte Carlo (or other random) estimate: :math:`|\hat\theta - \theta| \le k\,\mathrm{se}`.
 
         With :math:`k = 4` a correct claim fails with probability about 6·10⁻⁵ per check
         (Gaussian approximation); the draws are seeded, so a passing build keeps passing.
-        Arrays are compared entry by entry (``se`` broadcast).
+        Arrays are compared entry by entry (``se`` broadcast). When ``estimate`` is an
+        :class:`Estimate` from :func:`replicates` or :func:`monte_carlo_mean`, its ``se``,
+        ``k``, ``why`` and ``method`` are used unless given. The control's wrong answer
+        replaces ``reference`` (or, with ``replaces="value"``, the estimate).
         """
+        controls = _controls(control)
+        self._need_control(controls)
+        if isinstance(estimate, Estimate):
+            if estimate.se is None:
+                raise ValueError("estimate is an Estimate without a standard error: use close() for it")
+            se = estimate.se if se is None else se
+            k = estimate.k if k is None else k
+            why = why or estimate.why
+            method = method or estimate.method
+        if se is None:
+            raise TypeError("within_se needs se (or an Estimate with a standard error as the estimate)")
+        k = 4.0 if k is None else float(k)
         est, ref = _array(estimate, "estimate"), _array(reference, "reference")
         s = np.broadcast_to(_array(se, "se"), est.shape)
         if est.shape != ref.shape:
@@ -235,60 +435,224 @@ class Ledger:
             raise ValueError("se must be positive and finite")
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
-        z = np.abs(est - ref) / s
-        z = np.where(np.isfinite(z), z, np.inf)
+
+        def zscores(e: np.ndarray, r: np.ndarray) -> np.ndarray:
+            z = np.abs(e - r) / s
+            return np.where(np.isfinite(z), z, np.inf)
+
+        z = zscores(est, ref)
         i = int(np.argmax(z))
         vi, ri, si = float(est.flat[i]), float(ref.flat[i]), float(s.flat[i])
         passed = bool(np.all(z <= k))
         where = f" (worst of {est.size})" if est.size > 1 else ""
         comparison = (
-            f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {_fmt(abs(vi - ri))} = {float(z.flat[i]):.2f} se "
-            f"{'≤' if passed else '>'} {k:g} se (se = {_fmt(si)}){where}"
+            f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {float(z.flat[i]):.2f} se "
+            f"{'≤' if passed else '>'} {k:.3g} se (se = {_fmt(si)}){where}"
         )
         why = why or f"{k:g} standard errors of the estimate"
+        recorded = []
+        for c in controls:
+            w = np.broadcast_to(_array(c.value, f"control {c.name!r}"), est.shape)
+            side = c.replaces or "reference"
+            if side not in ("value", "reference"):
+                raise ValueError(f"control {c.name!r}: within_se() can replace 'value' or 'reference', not {side!r}")
+            zc = zscores(w, ref) if side == "value" else zscores(est, w)
+            zmax = float(np.max(zc))
+            recorded.append({"name": c.name, "replaces": side, "value": float(w.flat[int(np.argmax(zc))]),
+                             "rejected": bool(np.any(zc > k)), "margin": f"at {zmax:.3g} se > {k:.3g} se"
+                             if zmax > k else f"only {zmax:.3g} se ≤ {k:.3g} se"})
         return self._record(
             CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, ri, abs(vi - ri),
-                        k * si, comparison, self._text(method, "method"), why, passed, int(est.size))
+                        k * si, comparison, self._text(method, "method"), why,
+                        self._finish(passed, recorded), int(est.size), tuple(recorded))
         )
 
     def _bound(self, value: Any, bound: Any, sign: float, claim: str, what: str, method: str,
-               why: str) -> CheckResult:
+               why: str, control: Any) -> CheckResult:
         """Check ``sign * (v_i - b_i) <= 0`` for every entry; ``sign = 1`` for ≤, ``-1`` for ≥."""
+        controls = _controls(control)
+        self._need_control(controls)
         v = _array(value, "value")
         b = np.broadcast_to(_array(bound, "bound"), v.shape)
         if v.size == 0:
             raise ValueError("value must not be empty")
-        gap = sign * (v - b)
-        gap = np.where(np.isfinite(gap), gap, np.inf)
+
+        def gaps(vv: np.ndarray, bb: np.ndarray) -> np.ndarray:
+            g = sign * (vv - bb)
+            return np.where(np.isfinite(g), g, np.inf)
+
+        gap = gaps(v, b)
         i = int(np.argmax(gap))
         vi, bi = float(v.flat[i]), float(b.flat[i])
         passed = bool(np.all(gap <= 0))
         where = f" (worst of {v.size})" if v.size > 1 else ""
         ok, bad = ("≤", ">") if sign > 0 else ("≥", "<")
         comparison = f"{_fmt(vi)} {ok if passed else bad} {_fmt(bi)}{where}"
+        recorded = []
+        for c in controls:
+            side = c.replaces or "value"
+            if side not in ("value", "bound"):
+                raise ValueError(f"control {c.name!r}: below()/above() can replace 'value' or 'bound', not {side!r}")
+            w = np.broadcast_to(_array(c.value, f"control {c.name!r}"), v.shape)
+            g = gaps(w, b) if side == "value" else gaps(v, w)
+            j = int(np.argmax(g))
+            wv, wb = (float(w.flat[j]), bi if v.size == 1 else float(b.flat[j])) if side == "value" else \
+                (float(v.flat[j]), float(w.flat[j]))
+            rejected = bool(np.any(g > 0))
+            margin = f"{_fmt(wv)} {bad if rejected else ok} {_fmt(wb)}"
+            recorded.append({"name": c.name, "replaces": side, "value": float(w.flat[j]), "rejected": rejected,
+                             "margin": margin})
         return self._record(
             CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, bi,
                         max(sign * (vi - bi), 0.0), bi, comparison, self._text(method, "method"),
-                        self._text(why, "why"), passed, int(v.size))
+                        self._text(why, "why"), self._finish(passed, recorded), int(v.size), tuple(recorded))
         )
 
     def below(
-        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str
+        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str,
+        control: Control | list[Control] | None = None,
     ) -> CheckResult:
-        r"""Check :math:`v_i \le b_i` for every entry (e.g. an error below a floor, a risk gap below a tolerance)."""
-        return self._bound(value, bound, 1.0, claim, what, method, why)
+        r"""Check :math:`v_i \le b_i` for every entry (e.g. an error below a floor, a risk gap below a tolerance).
+
+        The control's wrong answer replaces ``value`` (its error, its risk, …) by default,
+        or ``bound`` with ``replaces="bound"``; it must violate the inequality somewhere.
+        """
+        return self._bound(value, bound, 1.0, claim, what, method, why, control)
 
     def above(
-        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str
+        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str,
+        control: Control | list[Control] | None = None,
     ) -> CheckResult:
-        r"""Check :math:`v_i \ge b_i` for every entry (e.g. an accuracy above chance plus a margin)."""
-        return self._bound(value, bound, -1.0, claim, what, method, why)
+        r"""Check :math:`v_i \ge b_i` for every entry (e.g. an accuracy above chance plus a margin).
+
+        The control's wrong answer replaces ``value`` by default, or ``bound``.
+        """
+        return self._bound(value, bound, -1.0, claim, what, method, why, control)
 
     def summary(self) -> str:
-        """A one-line count of this chapter's checks."""
+        """A one-line count of this chapter's checks and of the wrong answers they rejected."""
         n_ok = sum(e.passed for e in self.entries)
         claims = len({e.claim for e in self.entries})
-        return f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims"
+        n_controls = sum(len(e.controls) for e in self.entries)
+        n_rejected = sum(c["rejected"] for e in self.entries for c in e.controls)
+        return (f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims; "
+                f"{n_rejected}/{n_controls} negative controls rejected")
+
+
+# ---------------------------------------------------------------------- tolerance helpers
+#: The multiplier applied to the change between two rule sizes (quadrature) or two steps
+#: (Richardson): the finer value's error is taken to be at most this many times that change.
+CONVERGENCE_MULTIPLIER = 10.0
+
+
+def converged_quadrature(compute: Any, n_points: int, n_fine: int | None = None, *,
+                         method: str = "Gauss–Hermite quadrature") -> Estimate:
+    r"""A quadrature value with its error estimated from two rule sizes.
+
+    ``compute(n)`` evaluates the rule with ``n`` nodes (per axis). With
+    :math:`Q_n, Q_{n'}` (:math:`n' = ` ``n_fine``, default :math:`2n`), the value is
+    :math:`Q_{n'}` and its error bound is
+
+    .. math::
+
+        \varepsilon = c\,|Q_{n'} - Q_n| + 100\,u\,\max(|Q_{n'}|, 1),
+
+    with :math:`c` = :data:`CONVERGENCE_MULTIPLIER` = 10 and :math:`u` the float64 unit
+    round-off. Gauss–Hermite rules converge geometrically on the book's smooth integrands,
+    so the finer rule's error is far below the change between the two; :math:`c = 10` is
+    the book's one documented safety factor for that.
+    """
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
+        raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
+    n_fine = 2 * int(n_points) if n_fine is None else int(n_fine)
+    if n_fine <= n_points:
+        raise ValueError(f"n_fine must exceed n_points ({n_points}), got {n_fine}")
+    coarse, fine = _array(compute(int(n_points)), "compute(n)"), _array(compute(n_fine), "compute(n_fine)")
+    if coarse.shape != fine.shape:
+        raise ValueError("compute(n) must return the same shape for every n")
+    change = np.abs(fine - coarse)
+    round_off = 100 * np.finfo(np.float64).eps * np.maximum(np.abs(fine), 1.0)
+    error = CONVERGENCE_MULTIPLIER * change + round_off
+    why = (f"{CONVERGENCE_MULTIPLIER:g} × the change from {n_points} to {n_fine} nodes "
+           f"(max {_fmt(float(change.max()))}) + 100 ulp")
+    return Estimate(fine, error, why, f"{method}, {n_fine} nodes")
+
+
+def richardson_derivative(f: Any, x: Any, direction: Any, h: float = 1e-3) -> Estimate:
+    r"""The directional derivative :math:`\partial_t f(x + t\,\delta)|_{t=0}` by Richardson extrapolation.
+
+    With central differences :math:`D(h) = (f(x + h\delta) - f(x - h\delta))/(2h)`, error
+    :math:`O(h^2)`, the value is :math:`(4D(h/2) - D(h))/3`, error :math:`O(h^4)`, and its
+    error bound :math:`c\,|D(h/2) - D(h)|/3 + 10\,u\,|f(x)|/h` (:math:`c` =
+    :data:`CONVERGENCE_MULTIPLIER`): :math:`|D(h/2) - D(h)|/3` estimates the error of
+    :math:`D(h/2)` alone, a bound the extrapolated value beats by a factor
+    :math:`O(h^2)`, and the last term bounds the round-off of the differences.
+    """
+    x = _array(x, "x")
+    delta = _array(direction, "direction")
+    if delta.shape != x.shape:
+        raise ValueError(f"direction must have the shape of x {x.shape}, got {delta.shape}")
+    if not (h > 0 and math.isfinite(h)):
+        raise ValueError(f"h must be positive and finite, got {h}")
+
+    def D(step: float) -> np.ndarray:
+        return (_array(f(x + step * delta), "f") - _array(f(x - step * delta), "f")) / (2 * step)
+
+    d1, d2 = D(h), D(h / 2)
+    value = (4 * d2 - d1) / 3
+    scale = np.abs(_array(f(x), "f"))
+    change = np.abs(d2 - d1) / 3
+    error = CONVERGENCE_MULTIPLIER * change + 10 * np.finfo(np.float64).eps * scale / h
+    why = (f"{CONVERGENCE_MULTIPLIER:g} × |D(h/2) − D(h)|/3 = {_fmt(float(np.max(CONVERGENCE_MULTIPLIER * change)))}, "
+           f"h = {h:g}, plus round-off")
+    return Estimate(value, error, why, f"Richardson-extrapolated central differences, h = {h:g}")
+
+
+def replicates(samples: Any, *, familywise_alpha: float = 1e-3, method: str = "Monte Carlo") -> Estimate:
+    r"""Mean and standard error of independent replicates (axis 0), with a family-wise multiplier.
+
+    See :func:`replicate_mean_se` for the formulas; the returned :class:`Estimate` carries
+    ``se`` and the multiplier ``k`` for :meth:`Ledger.within_se`, and a ``why`` written
+    from the actual counts.
+    """
+    mean, se, k = replicate_mean_se(samples, familywise_alpha=familywise_alpha)
+    x = _array(samples, "samples")
+    R, n = x.shape[0], max(1, int(np.prod(x.shape[1:])))
+    why = (f"{k:.3g} se: Student t with {R - 1} degrees of freedom from {R} independent replicates, "
+           f"Bonferroni over {n} entr{'y' if n == 1 else 'ies'}, family-wise α = {familywise_alpha:g}")
+    return Estimate(mean, k * se, why, f"{method}, {R} replicates", se=se, k=k)
+
+
+def monte_carlo_mean(samples: Any, *, axis: int = 0, familywise_alpha: float = 1e-3,
+                     method: str = "Monte Carlo") -> Estimate:
+    r"""The mean of i.i.d. draws along ``axis``, its standard error and a Gaussian family-wise multiplier.
+
+    .. math::
+
+        \bar x = \frac1n\sum_i x_i,\qquad \mathrm{se} = \frac{s}{\sqrt n},\qquad
+        k = \Phi^{-1}\Big(1 - \frac{\alpha}{2N}\Big)
+
+    for :math:`N` entries compared at once (Bonferroni); valid when :math:`n` is large
+    enough for the central limit theorem (the book uses it with :math:`n \ge 1000`).
+    """
+    from scipy.stats import norm
+
+    x = np.moveaxis(_array(samples, "samples"), axis, 0)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("samples must be finite (no NaN or inf)")
+    if x.shape[0] < 100:
+        raise ValueError(f"monte_carlo_mean needs at least 100 draws along axis {axis}, got {x.shape[0]}; "
+                         "use replicates() for a few independent replicates")
+    if not (0.0 < familywise_alpha < 1.0):
+        raise ValueError(f"familywise_alpha must lie in (0, 1), got {familywise_alpha}")
+    n_draws, n = x.shape[0], max(1, int(np.prod(x.shape[1:])))
+    mean, se = x.mean(axis=0), x.std(axis=0, ddof=1) / np.sqrt(n_draws)
+    if np.any(se <= 0):
+        raise ValueError("samples have zero spread along the axis: nothing random to test")
+    k = float(norm.ppf(1.0 - familywise_alpha / (2.0 * n)))
+    why = (f"{k:.3g} se: Gaussian quantile for {n_draws:,} i.i.d. draws, Bonferroni over {n} "
+           f"entr{'y' if n == 1 else 'ies'}, family-wise α = {familywise_alpha:g}")
+    return Estimate(mean, k * se, why, f"{method}, {n_draws:,} draws", se=se, k=k)
 
 
 def replicate_mean_se(samples: Any, *, familywise_alpha: float = 1e-3) -> tuple[np.ndarray, np.ndarray, float]:

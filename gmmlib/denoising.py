@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import as_float_array, check_matrix, check_positive
+from ._validation import as_float_array, check_matrix, check_mixture, check_points, check_positive
 from .attention import softmax_attention
 from .limits import softmax_attention_limit
 from .mixtures import GaussianMixture
@@ -94,19 +94,6 @@ def bayes_denoiser(mixture: GaussianMixture, noise_std: float, Z: Any) -> np.nda
 
 
 # ---------------------------------------------------------------------------- helpers
-def _check_mixture(mixture: Any) -> GaussianMixture:
-    if not isinstance(mixture, GaussianMixture):
-        raise TypeError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
-    return mixture
-
-
-def _check_points(Z: Any, d: int, name: str = "Z") -> np.ndarray:
-    Zarr = as_float_array(Z, name, ndim=2)
-    if Zarr.shape[1] != d:
-        raise ValueError(f"{name} must have shape (n, {d}), got {Zarr.shape}")
-    return Zarr
-
-
 # ---------------------------------------------------------------------------- risks
 def bayes_mse(mixture: GaussianMixture, noise_std: float, n_points: int = 40) -> float:
     r"""The Bayes risk :math:`\mathbb E\|X - \mathbb E[X\mid Z]\|^2`, by Gauss–Hermite quadrature.
@@ -120,7 +107,7 @@ def bayes_mse(mixture: GaussianMixture, noise_std: float, n_points: int = 40) ->
     component of the law of :math:`Z` (the integrand is smooth, so the rule converges
     geometrically).
     """
-    mixture = _check_mixture(mixture)
+    mixture = check_mixture(mixture)
     noisy = noisy_mixture(mixture, noise_std)
     second = float(np.trace(mixture.second_moment()))
     fz = expectation(lambda Z: np.sum(bayes_denoiser(mixture, noise_std, Z) ** 2, axis=1), noisy, n_points)
@@ -155,7 +142,7 @@ def excess_risk(
         Return the K contributions :math:`\pi_k\,\mathbb E_{Z\sim\mathcal N(m_k,S_k)}\|g(Z) - \mathbb E[X\mid Z]\|^2`
         (they sum to the excess risk) instead of their sum.
     """
-    mixture = _check_mixture(mixture)
+    mixture = check_mixture(mixture)
     if not callable(predict):
         raise TypeError("predict must be callable")
     noisy = noisy_mixture(mixture, noise_std)
@@ -185,7 +172,7 @@ def best_linear_denoiser(mixture: GaussianMixture, noise_std: float) -> tuple[np
     A : ndarray, shape (d, d)
     risk : float
     """
-    mixture = _check_mixture(mixture)
+    mixture = check_mixture(mixture)
     check_positive(noise_std, "noise_std")
     M = mixture.second_moment()
     G = M + noise_std**2 * np.eye(mixture.dim)
@@ -209,7 +196,7 @@ def best_affine_denoiser(mixture: GaussianMixture, noise_std: float) -> tuple[np
     b : ndarray, shape (d,)
     risk : float
     """
-    mixture = _check_mixture(mixture)
+    mixture = check_mixture(mixture)
     check_positive(noise_std, "noise_std")
     C = mixture.covariance()
     A = np.linalg.solve(C + noise_std**2 * np.eye(mixture.dim), C).T
@@ -300,7 +287,7 @@ def one_head_construction(dim: int, gamma: float, noise_std: float) -> tuple[np.
 
 def multihead_limit(mixture: GaussianMixture, queries: Any, heads: Sequence[tuple[Any, Any]]) -> np.ndarray:
     r"""The infinite-prompt output :math:`\sum_h T_{U_h,V_h}[\mu](z)` of a sum of softmax heads on the prompt law ``mixture``."""
-    mixture = _check_mixture(mixture)
+    mixture = check_mixture(mixture)
     if len(heads) == 0:
         raise ValueError("heads must hold at least one (U, V) pair")
     return sum(softmax_attention_limit(mixture, queries, U, V) for U, V in heads)
@@ -365,8 +352,8 @@ def residual_denoiser(tokens: Any, queries: Any, params: dict[str, Any]) -> np.n
 
 def residual_limit(mixture: GaussianMixture, queries: Any, params: dict[str, Any]) -> np.ndarray:
     r"""The infinite-prompt limit of :func:`residual_denoiser` on the prompt law ``mixture``."""
-    mixture = _check_mixture(mixture)
-    Q = _check_points(queries, mixture.dim, "queries")
+    mixture = check_mixture(mixture)
+    Q = check_points(queries, mixture.dim, "queries")
     d = mixture.dim
     W = check_matrix(params["W_out"], "params['W_out']", (d, 2 * d))
     r1 = Q + softmax_attention_limit(mixture, Q, params["U1"], params["V1"])
@@ -383,9 +370,9 @@ def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_step
     ndarray, shape (n_steps + 1, n, d)
         The trajectories, starting with ``Z0``.
     """
-    mixture = _check_mixture(mixture)
+    mixture = check_mixture(mixture)
     check_positive(n_steps, "n_steps", integer=True, allow_zero=True)
-    Z = _check_points(Z0, mixture.dim, "Z0")
+    Z = check_points(Z0, mixture.dim, "Z0")
     out = [Z]
     for _ in range(int(n_steps)):
         out.append(bayes_denoiser(mixture, noise_std, out[-1]))
@@ -496,7 +483,7 @@ class MixtureAttentionLimit(nn.Module):
     def __init__(self, prompt_law: GaussianMixture, n_heads: int = 1, *, init_std: float = 0.1, seed: int = 0,
                  heads: Sequence[tuple[Any, Any]] | None = None, residual: bool = False) -> None:
         super().__init__()
-        prompt_law = _check_mixture(prompt_law)
+        prompt_law = check_mixture(prompt_law)
         check_positive(n_heads, "n_heads", integer=True)
         check_positive(init_std, "init_std", allow_zero=True)
         d = prompt_law.dim

@@ -37,11 +37,14 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from ._validation import as_float_array, check_positive, check_rng
+from ._validation import (check_mixture, check_positive, check_queries, check_rng, check_U,
+                          check_V)
 from .mixtures import GaussianMixture
 
 __all__ = [
     "attention_gates",
+    "shared_covariance_limit",
+    "component_linear_limits",
     "softmax_attention_limit",
     "linear_attention_limit",
     "finite_prompt_mse",
@@ -52,21 +55,11 @@ __all__ = [
 
 
 def _check_inputs(mixture: Any, queries: Any, U: Any, V: Any | None = None):
-    if not isinstance(mixture, GaussianMixture):
-        raise TypeError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
+    mixture = check_mixture(mixture)
     d = mixture.dim
-    Q = as_float_array(queries, "queries", ndim=(1, 2))
-    single = Q.ndim == 1
-    Q = Q[None, :] if single else Q
-    if Q.shape[1] != d:
-        raise ValueError(f"queries must have shape (n, {d}) to match the mixture's dim, got {Q.shape}")
-    U = as_float_array(U, "U", ndim=2)
-    if U.shape != (d, d):
-        raise ValueError(f"U must have shape ({d}, {d}), got {U.shape}")
-    if V is not None:
-        V = as_float_array(V, "V", ndim=2)
-        if V.shape[1] != d:
-            raise ValueError(f"V must have shape (p, {d}), got {V.shape}")
+    Q, single = check_queries(queries, d)
+    U = check_U(U, d)
+    V = None if V is None else check_V(V, d)
     return Q, U, V, single
 
 
@@ -114,6 +107,48 @@ def softmax_attention_limit(mixture: GaussianMixture, queries: Any, U: Any, V: A
     gates = softmax(mixture.tilt_logits(A), axis=-1)  # (n, K)
     experts = mixture.means[None, :, :] + np.einsum("kij,nj->nki", mixture.covs, A)  # (n, K, d)
     return _out(np.einsum("nk,nkd->nd", gates, experts) @ V.T, single)
+
+
+def shared_covariance_limit(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""Softmax attention's limit on a mixture with one shared covariance :math:`\Gamma`.
+
+    .. math::
+
+        T_{U,V}[\mu](z) = V\Gamma Uz + V\sum_k \alpha_k(z)\,m_k,\qquad
+        \alpha_k(z) = \operatorname{softmax}_k\big(\log\pi_k + m_k^\top Uz\big):
+
+    a linear map plus a gated choice among the means (the term :math:`\frac12(Uz)^\top\Gamma Uz`
+    is common to all components and cancels in the softmax).
+
+    Raises
+    ------
+    ValueError
+        If the components' covariances differ.
+    """
+    Q, U, V, single = _check_inputs(mixture, queries, U, V)
+    G = mixture.covs[0]
+    scale = max(1.0, float(np.max(np.abs(mixture.covs))))
+    if np.max(np.abs(mixture.covs - G[None])) > 1e-12 * scale:
+        raise ValueError("mixture must have one covariance shared by all components for the shared-covariance form")
+    A = Q @ U.T
+    with np.errstate(divide="ignore"):
+        logits = np.log(mixture.weights)[None, :] + A @ mixture.means.T
+    alpha = softmax(logits, axis=1)
+    out = (A @ G + alpha @ mixture.means) @ V.T
+    return out[0] if single else out
+
+
+def component_linear_limits(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
+    r"""Linear attention's limit on each component: :math:`T^{\mathrm{lin}}[\mu_k](z) = V(\Gamma_k + m_km_k^\top)Uz`.
+
+    Returns
+    -------
+    ndarray, shape (K, n, p)
+        Linear attention on the whole mixture is :math:`\sum_k\pi_k` times these, whatever the query.
+    """
+    Q, U, V, _ = _check_inputs(mixture, queries, U, V)
+    M = mixture.covs + np.einsum("ki,kj->kij", mixture.means, mixture.means)
+    return np.einsum("ni,kji,pj->knp", Q @ U.T, M, V)
 
 
 def linear_attention_limit(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:

@@ -6,14 +6,20 @@ and the Okabe–Ito colour-blind-safe palette. It is the only global state gmmli
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import base64
+import html
+import io
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
-__all__ = ["PALETTE", "use_book_style", "loglog_fit", "plot_loglog_fit", "density_grid"]
+__all__ = ["PALETTE", "SliderFigure", "use_book_style", "loglog_fit", "plot_loglog_fit", "density_grid",
+           "slider_figure"]
 
 #: Okabe–Ito colours, safe for the common forms of colour blindness.
 PALETTE: dict[str, str] = {
@@ -99,3 +105,127 @@ def density_grid(lo: Sequence[float], hi: Sequence[float], n: int = 200) -> tupl
     ys = np.linspace(lo[1], hi[1], n)
     XX, YY = np.meshgrid(xs, ys)
     return XX, YY, np.column_stack([XX.ravel(), YY.ravel()])
+
+
+_slider_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class SliderFigure:
+    """Frames of a figure over a grid of slider values, shown in the page with sliders: no kernel needed.
+
+    Displayed in a notebook (or in the book's HTML) it is an ``<img>`` and one
+    ``<input type="range">`` per parameter; moving a slider swaps in the precomputed frame.
+    ``alt`` is the image's alternative text, completed with the sliders' current values.
+    Frames are stored in C order over the grid (the last parameter varies fastest).
+    """
+
+    frames: tuple[str, ...]
+    grid: tuple[tuple[str, tuple[float, ...]], ...]
+    alt: str
+    value_format: str
+    start: tuple[int, ...]
+
+    @property
+    def size_bytes(self) -> int:
+        """The size of the embedded frames (base64), which the book keeps under 2 MB per figure."""
+        return sum(len(f) for f in self.frames)
+
+    def _labels(self) -> list[list[str]]:
+        return [[self.value_format.format(v) for v in values] for _, values in self.grid]
+
+    def _repr_html_(self) -> str:
+        uid = f"gmm-slider-{next(_slider_ids)}"
+        labels = self._labels()
+        sizes = [len(values) for _, values in self.grid]
+        flat = int(np.ravel_multi_index(self.start, sizes))
+        alt = html.escape(self.alt, quote=True)
+        now = ", ".join(f"{name} = {labels[j][self.start[j]]}" for j, (name, _) in enumerate(self.grid))
+        controls = "".join(
+            f'<div class="gmm-slider-controls"><label for="{uid}-{j}">{html.escape(name)}</label> '
+            f'<input type="range" id="{uid}-{j}" data-axis="{j}" min="0" max="{len(values) - 1}" step="1" '
+            f'value="{self.start[j]}" aria-valuetext="{html.escape(labels[j][self.start[j]], quote=True)}"> '
+            f'<output id="{uid}-{j}-out" for="{uid}-{j}">{html.escape(labels[j][self.start[j]])}</output></div>'
+            for j, (name, values) in enumerate(self.grid)
+        )
+        frames = ",".join(f'"{f}"' for f in self.frames)
+        names = ",".join('"' + html.escape(n, quote=True) + '"' for n, _ in self.grid)
+        texts = ",".join("[" + ",".join('"' + html.escape(t, quote=True) + '"' for t in lab) + "]" for lab in labels)
+        script = (
+            f"<script>(function(){{var f=[{frames}],t=[{texts}],n=[{names}],s={sizes};"
+            f'var root=document.getElementById("{uid}"),m=root.querySelector("img"),'
+            f'r=root.querySelectorAll("input[type=range]");'
+            "function upd(){var k=0,d=[];for(var j=0;j<r.length;j++){var v=+r[j].value;k=k*s[j]+v;"
+            'd.push(n[j]+" = "+t[j][v]);r[j].setAttribute("aria-valuetext",t[j][v]);'
+            'document.getElementById(r[j].id+"-out").textContent=t[j][v];}'
+            f'm.src="data:image/png;base64,"+f[k];m.alt="{alt} ("+d.join(", ")+")";}}'
+            'for(var j=0;j<r.length;j++){r[j].addEventListener("input",upd);}})();</script>'
+        )
+        return (
+            f'<div class="gmm-slider" id="{uid}">'
+            f'<img class="gmm-slider-frame" src="data:image/png;base64,{self.frames[flat]}" '
+            f'alt="{alt} ({html.escape(now, quote=True)})" style="max-width:100%">'
+            f"{controls}{script}</div>"
+        )
+
+    def __repr__(self) -> str:
+        axes = " × ".join(f"{name} ({len(values)})" for name, values in self.grid)
+        return f"<SliderFigure: {len(self.frames)} frames over {axes}, {self.size_bytes / 1e6:.2f} MB>"
+
+
+def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *, alt: str,
+                  value_format: str = "{:g}", start: dict[str, float] | None = None,
+                  dpi: int = 72) -> SliderFigure:
+    """Precompute ``draw(**values)`` over a grid of slider values: a kernel-free interactive figure.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(**{name: value}) -> matplotlib.figure.Figure``; the same function the
+        chapter's ipywidgets slider calls, so the two cannot tell different stories. Each
+        figure is closed once rendered.
+    grid : dict of str to sequence of float
+        One slider per key (its label, which is also ``draw``'s keyword), each with at least
+        2 values. The frames are the product of the grids: keep it small (the book keeps
+        each figure under 2 MB).
+    alt : str
+        Alternative text of the image (usually the figure's caption, shortened).
+    value_format : str
+        How a value is printed next to its slider.
+    start : dict, optional
+        The value of each slider shown first (default: the middle of each grid; a value
+        is snapped to its grid's nearest point).
+    dpi : int
+        Resolution of the frames (lower keeps the page small).
+    """
+    if not callable(draw):
+        raise TypeError("draw must be a callable (**values) -> matplotlib Figure")
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError("grid must be a non-empty dict {slider name: values}")
+    axes = []
+    for name, values in grid.items():
+        values = tuple(float(v) for v in values)
+        if not isinstance(name, str) or not name:
+            raise ValueError("every slider name in grid must be a non-empty string")
+        if len(values) < 2:
+            raise ValueError(f"grid[{name!r}] must hold at least 2 slider positions, got {len(values)}")
+        axes.append((name, values))
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError("alt must be a non-empty string (the image's alternative text)")
+    start = start or {}
+    unknown = set(start) - set(grid)
+    if unknown:
+        raise ValueError(f"start names sliders that grid does not have: {sorted(unknown)}")
+    first = tuple(int(np.argmin(np.abs(np.asarray(values) - start[name]))) if name in start else len(values) // 2
+                  for name, values in axes)
+    frames = []
+    for combo in itertools.product(*(values for _, values in axes)):
+        kwargs = dict(zip((name for name, _ in axes), combo))
+        fig = draw(**kwargs)
+        if not hasattr(fig, "savefig"):
+            raise TypeError(f"draw({kwargs}) must return a matplotlib Figure, got {type(fig).__name__}")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi)
+        plt.close(fig)
+        frames.append(base64.b64encode(buf.getvalue()).decode("ascii"))
+    return SliderFigure(tuple(frames), tuple(axes), alt, value_format, first)

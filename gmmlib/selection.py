@@ -15,8 +15,8 @@ use this module.
 is a query-dependent convex combination of the per-component attentions
 (:func:`alignment_attention_limit`). Softmax attention is :math:`\ell(z,z') = z'^\top Uz`;
 with a shared covariance its limit is :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k`
-(:func:`shared_covariance_limit`). Linear attention mixes with the fixed :math:`\pi_k`
-(:func:`component_linear_limits`).
+(:func:`gmmlib.limits.shared_covariance_limit`). Linear attention mixes with the fixed :math:`\pi_k`
+(:func:`gmmlib.limits.component_linear_limits`).
 
 **Classification tasks.** A class-conditional mixture :math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`,
 :math:`P(k) = \pi_k`, and a label vector :math:`c_k\in\mathbb R^q` per component give tokens
@@ -36,7 +36,7 @@ import torch
 from scipy.special import logsumexp, softmax
 from scipy.stats import multivariate_normal, norm
 
-from ._validation import as_float_array, check_positive, check_rng
+from ._validation import as_float_array, check_mixture, check_positive, check_queries, check_rng, check_V
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
 
@@ -47,8 +47,6 @@ __all__ = [
     "gaussian_kernel_log_alignment",
     "alignment_attention",
     "alignment_attention_limit",
-    "shared_covariance_limit",
-    "component_linear_limits",
     "token_mixture",
     "onehot_task",
     "xor_task",
@@ -63,35 +61,6 @@ __all__ = [
 
 #: A log-alignment :math:`\ell(z, z')`: maps queries (n, d) and keys (N, d) to an (n, N) array.
 LogAlignment = Callable[[np.ndarray, np.ndarray], np.ndarray]
-
-
-def _check_mixture(mixture: Any, name: str = "mixture") -> GaussianMixture:
-    if not isinstance(mixture, GaussianMixture):
-        raise TypeError(f"{name} must be a GaussianMixture, got {type(mixture).__name__}")
-    return mixture
-
-
-def _check_queries(queries: Any, d: int) -> tuple[np.ndarray, bool]:
-    Q = as_float_array(queries, "queries", ndim=(1, 2))
-    single = Q.ndim == 1
-    Q = Q[None, :] if single else Q
-    if Q.shape[1] != d:
-        raise ValueError(f"queries must have shape (n, {d}), got {Q.shape}")
-    return Q, single
-
-
-def _check_V(V: Any, d: int) -> np.ndarray:
-    V = as_float_array(V, "V", ndim=2)
-    if V.shape[1] != d:
-        raise ValueError(f"V must have shape (p, {d}), got {V.shape}")
-    return V
-
-
-def _check_U(U: Any, d: int) -> np.ndarray:
-    U = as_float_array(U, "U", ndim=2)
-    if U.shape != (d, d):
-        raise ValueError(f"U must have shape ({d}, {d}), got {U.shape}")
-    return U
 
 
 # --------------------------------------------------------------------------- alignments
@@ -163,8 +132,8 @@ def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, 
     Z = as_float_array(tokens, "tokens", ndim=2)
     if Z.shape[0] == 0:
         raise ValueError("tokens must hold at least one token (L >= 1)")
-    Q, single = _check_queries(queries, Z.shape[1])
-    V = _check_V(V, Z.shape[1])
+    Q, single = check_queries(queries, Z.shape[1])
+    V = check_V(V, Z.shape[1])
     log_alignment = _check_alignment(log_alignment)
     S = _eval_alignment(log_alignment, Q, Z)
     W = np.exp(S - logsumexp(S, axis=1, keepdims=True))
@@ -208,9 +177,9 @@ def alignment_attention_limit(
     AlignmentDecomposition
         ``output`` (n, p), ``responsibilities`` (n, K), ``component_outputs`` (n, K, p).
     """
-    mixture = _check_mixture(mixture)
-    Q, _ = _check_queries(queries, mixture.dim)
-    V = _check_V(V, mixture.dim)
+    mixture = check_mixture(mixture)
+    Q, _ = check_queries(queries, mixture.dim)
+    V = check_V(V, mixture.dim)
     log_alignment = _check_alignment(log_alignment)
     xi, w = gauss_hermite(n_points, mixture.dim)
     logw = np.log(w)
@@ -230,54 +199,6 @@ def alignment_attention_limit(
     return AlignmentDecomposition(np.einsum("nk,nkp->np", r, comp), r, comp)
 
 
-def shared_covariance_limit(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
-    r"""Softmax attention's limit on a mixture with one shared covariance :math:`\Gamma`.
-
-    .. math::
-
-        T_{U,V}[\mu](z) = V\Gamma Uz + V\sum_k \alpha_k(z)\,m_k,\qquad
-        \alpha_k(z) = \operatorname{softmax}_k\big(\log\pi_k + m_k^\top Uz\big):
-
-    a linear map plus a gated choice among the means (the term :math:`\frac12(Uz)^\top\Gamma Uz`
-    is common to all components and cancels in the softmax).
-
-    Raises
-    ------
-    ValueError
-        If the components' covariances differ.
-    """
-    mixture = _check_mixture(mixture)
-    d = mixture.dim
-    Q, single = _check_queries(queries, d)
-    U, V = _check_U(U, d), _check_V(V, d)
-    G = mixture.covs[0]
-    scale = max(1.0, float(np.max(np.abs(mixture.covs))))
-    if np.max(np.abs(mixture.covs - G[None])) > 1e-12 * scale:
-        raise ValueError("mixture must have one covariance shared by all components for the shared-covariance form")
-    A = Q @ U.T
-    with np.errstate(divide="ignore"):
-        logits = np.log(mixture.weights)[None, :] + A @ mixture.means.T
-    alpha = softmax(logits, axis=1)
-    out = (A @ G + alpha @ mixture.means) @ V.T
-    return out[0] if single else out
-
-
-def component_linear_limits(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
-    r"""Linear attention's limit on each component: :math:`T^{\mathrm{lin}}[\mu_k](z) = V(\Gamma_k + m_km_k^\top)Uz`.
-
-    Returns
-    -------
-    ndarray, shape (K, n, p)
-        Linear attention on the whole mixture is :math:`\sum_k\pi_k` times these, whatever the query.
-    """
-    mixture = _check_mixture(mixture)
-    d = mixture.dim
-    Q, _ = _check_queries(queries, d)
-    U, V = _check_U(U, d), _check_V(V, d)
-    M = mixture.covs + np.einsum("ki,kj->kij", mixture.means, mixture.means)
-    return np.einsum("ni,kji,pj->knp", Q @ U.T, M, V)
-
-
 # --------------------------------------------------------------------------- tasks
 def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMixture:
     r"""The law of the tokens :math:`(x, c_k)`: components :math:`\mathcal N\big((m_k, c_k), \operatorname{diag}(\Gamma_k, 0)\big)`.
@@ -294,7 +215,7 @@ def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMix
     GaussianMixture
         On :math:`\mathbb R^{d+q}`, with degenerate (PSD) covariances.
     """
-    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    x_mixture = check_mixture(x_mixture, "x_mixture")
     C = as_float_array(label_vectors, "label_vectors", ndim=2)
     K, d = x_mixture.n_components, x_mixture.dim
     if C.shape[0] != K:
@@ -390,7 +311,7 @@ def sample_prompts(
     components : ndarray of int, shape (batch, n_queries)
         The component of each query (its true class).
     """
-    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    x_mixture = check_mixture(x_mixture, "x_mixture")
     C = as_float_array(label_vectors, "label_vectors", ndim=2)
     if C.shape[0] != x_mixture.n_components:
         raise ValueError(f"label_vectors must have {x_mixture.n_components} rows, got {C.shape}")
@@ -423,7 +344,7 @@ def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
     W : ndarray, shape (K, d)
     b : ndarray, shape (K,)
     """
-    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    x_mixture = check_mixture(x_mixture, "x_mixture")
     G = x_mixture.covs[0]
     scale = max(1.0, float(np.max(np.abs(x_mixture.covs))))
     if np.max(np.abs(x_mixture.covs - G[None])) > 1e-12 * scale:
@@ -450,7 +371,7 @@ def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = Non
     :math:`K = 2`; scipy's Genz algorithm with absolute error ``abseps`` for :math:`K > 2`).
     Degenerate margins (zero variance) count as correct when their mean is positive.
     """
-    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    x_mixture = check_mixture(x_mixture, "x_mixture")
     K, d = x_mixture.n_components, x_mixture.dim
     W = as_float_array(W, "W", ndim=2)
     if W.shape != (K, d):
@@ -512,7 +433,7 @@ def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float
     w : array_like, shape (d,)
     b : float
     """
-    x_mixture = _check_mixture(x_mixture, "x_mixture")
+    x_mixture = check_mixture(x_mixture, "x_mixture")
     y = as_float_array(labels, "labels").reshape(-1)
     if y.shape != (x_mixture.n_components,) or not np.all(np.abs(y) == 1.0):
         raise ValueError(f"labels must hold {x_mixture.n_components} values in {{-1, 1}}, got {np.asarray(labels)!r}")

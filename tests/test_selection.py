@@ -12,17 +12,16 @@ from scipy import integrate, stats
 from gmmlib import GaussianMixture, linear_attention_limit, softmax_attention, softmax_attention_limit
 from gmmlib.denoising import bayes_denoiser
 from gmmlib.checks import replicate_mean_se
+from gmmlib.limits import component_linear_limits, shared_covariance_limit
 from gmmlib.selection import (
     alignment_attention,
     alignment_attention_limit,
     bayes_scores,
-    component_linear_limits,
     gaussian_kernel_log_alignment,
     linear_rule_accuracy,
     onehot_task,
     readout_construction,
     sample_prompts,
-    shared_covariance_limit,
     sign_rule_accuracy,
     softmax_log_alignment,
     token_mixture,
