@@ -29,6 +29,7 @@ from torch import nn
 
 __all__ = [
     "Head",
+    "PromptBatch",
     "softmax_attention",
     "linear_attention",
     "attention_weights",
@@ -316,6 +317,28 @@ class Head:
 
     def __iter__(self):
         return iter((self.U, self.V))
+
+
+@dataclass(frozen=True)
+class PromptBatch:
+    r"""A batch of prompts with their queries and targets: what every task sampler of gmmlib returns.
+
+    Task samplers are called ``sample_prompts(<task>, n_prompts=..., length=..., rng=...)``
+    and return one of these (a task may subclass it to add its own fields).
+
+    Attributes
+    ----------
+    tokens : ndarray or Tensor, shape (n_prompts, length, D)
+        The prompts' tokens.
+    queries : ndarray or Tensor, shape (n_prompts, n_queries, D)
+        The query tokens of each prompt.
+    targets : ndarray or Tensor
+        What a perfect model would output for each query (task-dependent shape).
+    """
+
+    tokens: Any
+    queries: Any
+    targets: Any
 
 
 class AttentionHead(nn.Module):
