@@ -64,14 +64,7 @@ bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
 	$(PY) scripts/sync_setup_cells.py
 
-check-pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the system's Chromium
-	$(MAKE) book
-	$(PY) scripts/make_pdf.py
-
-bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
-	$(PY) scripts/bench.py
-
-sync: $(STAMP) ## Exit non-zero if a notebook's setup cell is not the canonical one
+check-sync: $(STAMP) ## Exit non-zero if a notebook's setup cell is not the canonical one
 	$(PY) scripts/sync_setup_cells.py --check
 
 clean: ## Remove the build output (keeps .venv)

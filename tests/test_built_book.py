@@ -80,3 +80,36 @@ def test_ledger_page_shows_this_build(ledger):
     assert f"This build ran {len(ledger)} checks, of which {n_pass} passed" in html
     for chapter in {e["chapter"] for e in ledger}:
         assert f'href="{chapter}.html' in html, f"the ledger page does not link to {chapter}"
+
+
+def test_every_check_has_a_rejected_control(ledger):
+    weak = []
+    for entry in ledger:
+        controls = entry.get("controls") or []
+        if not controls or not all(c["rejected"] for c in controls):
+            weak.append(f"{entry['chapter']} [{entry['claim']}] {entry['what']}")
+        for c in controls:
+            assert c["name"] and c["margin"], f"a control without a name or margin: {entry}"
+    assert not weak, "checks without a rejected negative control:\n" + "\n".join(weak)
+
+
+def test_ledger_page_shows_controls_and_anchors(ledger):
+    html = (BUILD / "html" / "book" / "ledger.html").read_text()
+    assert "negative control" in html
+    for entry in ledger:
+        assert f'id="check-{entry["chapter"]}-{entry["index"]}"' in html, f"no anchor for {entry}"
+
+
+def test_concordance_is_complete_and_resolved():
+    import yaml
+
+    rows = json.loads((BUILD / "concordance.json").read_text())
+    registry = yaml.safe_load((ROOT / "book" / "paper_results.yml").read_text())
+    for key, paper in registry.items():
+        for item in paper["results"]:
+            assert any(r["key"] == key and r["result"] == item["name"] for r in rows), \
+                f"{item['name']} of {key} has no row in the built concordance"
+    unresolved = [(r["result"], lab) for r in rows for lab, ok in r["resolved"].items() if not ok]
+    assert not unresolved, f"concordance rows naming labels that do not exist: {unresolved}"
+    html = (BUILD / "html" / "book" / "concordance.html").read_text()
+    assert "Proposition 2.1" in html and "Figure 5" in html
