@@ -12,7 +12,8 @@ regression : in-context linear regression (Chapter 2)
 selection  : query-dependent selection: alignment decomposition, multi-class and XOR tasks (Chapters 3, 6)
 lda        : classification with one head, its landscape and training (Chapters 4, 5)
 denoising  : the Bayes denoiser and its attention constructions (Chapters 7–9)
-checks     : the ledger of numerical checks behind every claim
+checks     : the ledger of numerical checks behind every claim, with their negative controls
+seeding    : one base seed for the book and named random streams
 training   : the one training loop
 plotting   : the book's figure style and shared plots
 """
