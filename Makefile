@@ -18,7 +18,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help install book test pytest strict-build clean sync check-sync bench pdf
+.PHONY: help install book test pytest strict-build clean sync check-sync bench pdf stress seeds
 
 help: ## List the targets
 	@echo "Targets:"
@@ -60,6 +60,12 @@ pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the
 
 bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
 	$(PY) scripts/bench.py
+
+stress: $(STAMP) ## Execute every chapter 5 times in fresh kernels (2 at a time): stalls, failures, run-time spread (_build/stress.json)
+	$(PY) scripts/stress.py --repeat $(or $(REPEAT),5)
+
+seeds: $(STAMP) ## Execute every chapter under GMMLIB_SEED=1..5: chapter × seed table (_build/seeds.md, seeds.json)
+	$(PY) scripts/seeds.py
 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
 	$(PY) scripts/sync_setup_cells.py

@@ -30,4 +30,7 @@ __all__ = [
     "linear_attention_limit",
 ]
 
-__version__ = "0.1.0"
+# The book's edition: the ONE place the version is written. pyproject.toml reads it
+# (setuptools dynamic version); CITATION.cff, CHANGELOG.md and the notebooks' setup cells
+# (`make sync`: gmmlib installed at the tag v<version>) must agree (tests/test_publishing.py).
+__version__ = "0.2.0"

@@ -1,5 +1,7 @@
 r"""Finite-prompt attention: one softmax and one linear implementation, plus trainable heads.
 
+Implements Definition def-01-attention of Chapter 1 on the empirical measure of a prompt.
+
 A prompt of tokens :math:`z_1, \dots, z_L \in \mathbb R^d` and a query :math:`z` give
 
 .. math::
@@ -21,7 +23,7 @@ and its memory does not grow with the prompt length beyond the inputs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,7 +37,6 @@ __all__ = [
     "attention_weights",
     "softmax_attention_path",
     "AttentionHead",
-    "MultiHeadAttention",
 ]
 
 # Scores held at once per chunk: batch * queries * chunk <= this many numbers.
@@ -110,7 +111,30 @@ def _prepare(tokens: Any, queries: Any, U: Any, V: Any):
 def _finish(out: torch.Tensor, numpy_mode: bool, batched: bool):
     if not batched:
         out = out.squeeze(0)
+    if numpy_mode and not bool(torch.isfinite(out).all()):
+        raise ValueError("the result overflows the float range: the tokens, U or V are too large for it")
     return out.detach().cpu().numpy() if numpy_mode else out
+
+
+def _finite_tilts(A: torch.Tensor, Q: torch.Tensor, U: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
+    """The tilts a = Uz, with each row whose scores could overflow replaced by its direction at a finite scale.
+
+    Where a = Uz (or a score z_jᵀa) is beyond the float range, the softmax over the tokens is
+    an argmax (ties shared): only the direction of a matters. It is rescaled so that no score
+    exceeds 1e-8 of the largest float, which keeps that argmax.
+    """
+    big = torch.finfo(A.dtype).max * 1e-8
+    zmax = Z.detach().abs().amax(dim=(-2, -1), keepdim=True).clamp_min(1.0)
+    with torch.no_grad():  # rows whose scores could overflow (inf or nan tilts compare False)
+        bad = ~(A.detach().abs().amax(dim=-1, keepdim=True) * zmax * Z.shape[-1] <= big)
+    if not bool(bad.any()):
+        return A
+    tiny = torch.finfo(A.dtype).tiny
+    with torch.no_grad():
+        direction = (Q / Q.abs().amax(dim=-1, keepdim=True).clamp_min(tiny)) @ (U / U.abs().max()).T
+        dmax = direction.abs().amax(dim=-1, keepdim=True).clamp_min(tiny)
+        scaled = direction * (big / (dmax * zmax * Z.shape[-1]))
+    return torch.where(bad, scaled, A)
 
 
 def _stream_no_grad(Z: torch.Tensor, A: torch.Tensor, chunk_size: int) -> torch.Tensor:
@@ -176,7 +200,7 @@ def softmax_attention(tokens: Any, queries: Any, U: Any, V: Any, *, chunk_size: 
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     with torch.set_grad_enabled(torch.is_grad_enabled() and not numpy_mode):
-        A = Q @ U.T  # a_i = U z_i, shape (B, n, d): s_ij = z_j . a_i
+        A = _finite_tilts(Q @ U.T, Q, U, Z)  # a_i = U z_i, shape (B, n, d): s_ij = z_j . a_i
         if L <= chunk_size:
             S = A @ Z.transpose(1, 2)  # (B, n, L)
             W = torch.softmax(S, dim=-1)
@@ -225,7 +249,7 @@ def softmax_attention_path(tokens: Any, queries: Any, U: Any, V: Any, lengths: A
     Notes
     -----
     A prefix whose scores are all far below the prompt's maximum (by more than about 700)
-    underflows; use :func:`softmax_attention` on that prefix instead.
+    would underflow against it; such prefixes are computed with log-cumulative-sum-exp.
     """
     Z, Q, Ut, Vt, _, batched = _prepare(tokens, queries, U, V)
     if batched:
@@ -237,14 +261,22 @@ def softmax_attention_path(tokens: Any, queries: Any, U: Any, V: Any, lengths: A
     if lengths.min() < 1 or lengths.max() > L:
         raise ValueError(f"lengths must lie between 1 and the number of tokens {L}")
     with torch.no_grad():
-        S = Z[0] @ (Q[0] @ Ut.T).T  # (L, n)
+        S = Z[0] @ _finite_tilts(Q @ Ut.T, Q, Ut, Z)[0].T  # (L, n)
         W = torch.exp(S - S.max(dim=0).values)
         idx = torch.as_tensor(lengths - 1)
         den = torch.cumsum(W, dim=0)[idx]  # (m, n)
         num = torch.cumsum(W.unsqueeze(-1) * Z[0].unsqueeze(1), dim=0)[idx]  # (m, n, d)
-        if not bool((den > 0).all()):
-            raise FloatingPointError("a prefix's weights underflowed; use softmax_attention on it")
-        return ((num / den.unsqueeze(-1)) @ Vt.T).numpy()
+        if bool((den > 0).all()):
+            mean = num / den.unsqueeze(-1)
+        else:  # a prefix's weights underflow against the whole prompt's maximum: log-cumsum-exp
+            log_den = torch.logcumsumexp(S, dim=0).unsqueeze(-1)  # (L, n, 1)
+            parts = []
+            for sign in (1.0, -1.0):
+                with np.errstate(divide="ignore"):
+                    log_z = torch.log(torch.clamp(sign * Z[0], min=0.0))  # -inf where z has the other sign
+                parts.append(torch.exp(torch.logcumsumexp(S.unsqueeze(-1) + log_z.unsqueeze(1), dim=0) - log_den))
+            mean = (parts[0] - parts[1])[idx]
+        return _finish(mean @ Vt.T, True, True)
 
 
 def attention_weights(tokens: Any, query: Any, U: Any) -> np.ndarray:
@@ -267,7 +299,7 @@ def attention_weights(tokens: Any, query: Any, U: Any) -> np.ndarray:
     if Z.shape[0] != 1:
         raise ValueError(f"tokens must have shape (L, d), got {tuple(Z.shape)}")
     with torch.no_grad():
-        s = (Z[0] @ (Ut @ Q[0, 0]))
+        s = Z[0] @ _finite_tilts(Q @ Ut.T, Q, Ut, Z)[0, 0]
         return torch.softmax(s, dim=0).numpy()
 
 
@@ -399,30 +431,3 @@ class AttentionHead(nn.Module):
     def forward(self, tokens: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         fn = softmax_attention if self.kind == "softmax" else linear_attention
         return fn(tokens, queries, self.U, self.V)
-
-
-class MultiHeadAttention(nn.Module):
-    r"""A sum of heads, optionally residual: :math:`z + \sum_h T_{U_h,V_h}[\mu](z)`.
-
-    Parameters
-    ----------
-    heads : sequence of AttentionHead
-        The heads; their outputs are added.
-    residual : bool
-        Add the query to the output (needs every head's ``p`` equal to ``d``).
-    """
-
-    def __init__(self, heads: Sequence[AttentionHead], *, residual: bool = False) -> None:
-        super().__init__()
-        if len(heads) == 0:
-            raise ValueError("heads must contain at least one AttentionHead")
-        self.heads = nn.ModuleList(heads)
-        self.residual = residual
-
-    def forward(self, tokens: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
-        out = sum(head(tokens, queries) for head in self.heads)
-        if self.residual:
-            if out.shape[-1] != queries.shape[-1]:
-                raise ValueError("a residual connection needs heads with output dimension p = d")
-            out = out + queries
-        return out

@@ -35,15 +35,20 @@ of :math:`V` play no role), and the gated-experts identity gives the *effective 
     w = U_{11}^\top\Gamma v_{21},\quad b = v_{21}^\top m_{-1} - v_{22},\quad
     r = v_{21}^\top(m_1-m_{-1}) + 2v_{22},\quad s = U_{11}^\top(m_1 - m_{-1}) + 2u_{21}.
 
+This is eqs. (6)–(7) of Gabet, Boursier & Boyer (2026) (their Lemma B.1), whose eq. (12)
+partitions :math:`U^\top` where the book partitions :math:`U`: the paper's :math:`(U_{11}, u_{12})`
+are the book's :math:`(U_{11}^\top, u_{21})` (Chapter 4's dictionary box, box-04-dictionary).
+
 Population risks
 ----------------
 :math:`R = \mathbb E\,\ell(Yf(X))`, :math:`\ell(t) = \log(1+e^{-t})`. The integrand depends on
 :math:`x` only through :math:`(w^\top x, s^\top x)`, a bivariate Gaussian given the class, so a
-two-dimensional Gauss–Hermite rule computes it in any dimension. The rule's error decays
-geometrically in the number of nodes, at a speed set by the widths :math:`\sqrt{w^\top\Gamma w}`
-and :math:`\sqrt{s^\top\Gamma s}` relative to the distance :math:`\pi` of the logistic's poles
-from the real axis: about 1e-12 with 40 nodes per axis for widths up to about 1.5, slower for
-sharp gates (check by doubling ``n_points``);
+two-dimensional rule computes it in any dimension: Gauss–Hermite (fast; its error decays
+geometrically at a speed set by the widths :math:`\sqrt{w^\top\Gamma w}`, :math:`\sqrt{s^\top\Gamma s}`
+relative to the distance :math:`\pi` of the logistic's poles from the real axis, about 1e-12 with
+40 nodes per axis for widths up to about 1.5, and hopeless for sharp gates), or an adaptive rule of
+graded Gauss–Legendre panels along the gate direction (accurate at any width). Every evaluation
+compares its rule with a coarser one and raises ``ValueError`` when they disagree;
 gradients follow from Stein's identity :math:`\mathbb E[h(X)X] = m\,\mathbb Eh + \Gamma\,\mathbb E\nabla h`.
 """
 
@@ -79,7 +84,11 @@ __all__ = [
     "EffectiveHead",
     "best_linear_attention",
     "gradient_descent",
+    "gradient_flow",
+    "Trajectory",
+    "excess_risk_estimate",
     "minimiser_distances",
+    "valley_excess",
     "zeta_sequence",
 ]
 
@@ -160,10 +169,13 @@ class LDAModel:
         w, b = self.bayes_params()
         return X @ w + b
 
-    def bayes_risk(self, n_points: int = 40) -> float:
-        r"""The Bayes logistic risk :math:`R^* = \mathbb E\,\ell(Yf^*(X))` (the conditional entropy of :math:`Y` given :math:`X`, in nats)."""
+    def bayes_risk(self, n_points: int = 40, *, rule: str = "gauss-hermite") -> float:
+        r"""The Bayes logistic risk :math:`R^* = \mathbb E\,\ell(Yf^*(X))` (the conditional entropy of :math:`Y` given :math:`X`, in nats).
+
+        By :func:`population_risk` at :math:`(w^*, b^*, 0, 0)` with the given rule.
+        """
         w, b = self.bayes_params()
-        return population_risk(self, EffectiveParams(w, b, 0.0, np.zeros(self.dim)), n_points)
+        return population_risk(self, EffectiveParams(w, b, 0.0, np.zeros(self.dim)), n_points, rule=rule)
 
     def class_mixture(self) -> GaussianMixture:
         r"""The law of :math:`X`: :math:`\pi_+\mathcal N(m_1,\Gamma) + (1-\pi_+)\mathcal N(m_{-1},\Gamma)` (component 0 is class +1)."""
@@ -198,12 +210,30 @@ class LDAModel:
 
 # ---------------------------------------------------------------------- parameters
 class EffectiveParams(NamedTuple):
-    r"""Effective coordinates :math:`(w, b, r, s)` of :math:`f(x) = w^\top x + b + r\sigma(s_0 + s^\top x)`."""
+    r"""Effective coordinates :math:`(w, b, r, s)` of :math:`f(x) = w^\top x + b + r\sigma(s_0 + s^\top x)`.
+
+    The coordinates of Theorem thm-04-effective-predictor (Chapter 4) and of the effective
+    landscape, Theorem thm-05-landscape (Chapter 5).
+    """
 
     w: np.ndarray
     b: float
     r: float
     s: np.ndarray
+
+    def vector(self) -> np.ndarray:
+        """The flat vector ``(w, b, r, s)`` of length 2d + 2 (the order of the rows of :func:`attention_jacobian`)."""
+        return np.concatenate([np.asarray(self.w, dtype=np.float64), [float(self.b), float(self.r)],
+                               np.asarray(self.s, dtype=np.float64)])
+
+    @classmethod
+    def from_vector(cls, vec: Any, d: int) -> "EffectiveParams":
+        """The inverse of :meth:`vector`."""
+        check_positive(d, "d", integer=True)
+        vec = as_float_array(vec, "vec", ndim=1)
+        if vec.size != 2 * d + 2:
+            raise ValueError(f"vec must have length 2d + 2 = {2 * d + 2}, got {vec.size}")
+        return cls(vec[:d].copy(), float(vec[d]), float(vec[d + 1]), vec[d + 2:].copy())
 
 
 @dataclass(frozen=True)
@@ -264,6 +294,10 @@ class AttentionParams:
         """The flat vector ``(vec U11, u21, v21, v22)`` of length d² + 2d + 1 (U11 row-major)."""
         return np.concatenate([self.U11.ravel(), self.u21, self.v21, [self.v22]])
 
+    def balance(self) -> float:
+        r"""The balance :math:`Q = \|U_{11}\|_F^2 - \|v_{21}\|^2`, conserved by the gradient flow on the invariant set (Theorem thm-05-symmetric, Chapter 5)."""
+        return float(np.sum(self.U11**2) - self.v21 @ self.v21)
+
     @classmethod
     def from_vector(cls, vec: Any, d: int) -> "AttentionParams":
         """The inverse of :meth:`vector`."""
@@ -294,6 +328,9 @@ def _check_eff(model: LDAModel, eff: Any) -> EffectiveParams:
 
 def effective_params(model: LDAModel, theta: AttentionParams) -> EffectiveParams:
     r"""The map :math:`\theta\mapsto(w,b,r,s)`.
+
+    Implements eq. eq-04-map of Theorem thm-04-effective-predictor (Chapter 4); the paper's
+    eq. (7) in the book's block convention (its :math:`U_{11}, u_{12}` are :math:`U_{11}^\top, u_{21}` here).
 
     .. math::
 
@@ -335,7 +372,10 @@ def attention_jacobian(model: LDAModel, theta: AttentionParams) -> np.ndarray:
 
 
 def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
-    r""":math:`f(x) = w^\top x + b + r\,\sigma(s_0 + s^\top x)` at each row of ``X``, shape (n,)."""
+    r""":math:`f(x) = w^\top x + b + r\,\sigma(s_0 + s^\top x)` at each row of ``X``, shape (n,).
+
+    Implements eq. eq-04-effective of Theorem thm-04-effective-predictor (Chapter 4).
+    """
     model = _check_model(model)
     w, b, r, s = _check_eff(model, eff)
     X = model._points(X)
@@ -346,6 +386,9 @@ def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
 def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = None) -> AttentionParams:
     r"""A head with :math:`r = 0` realising :math:`f^*` (the gate is switched off by the readout).
 
+    Implements construction 1 of Proposition prop-04-constructions (Chapter 4); the paper
+    mentions it in the remark closing its Lemma B.3. Returns the blocks :math:`\theta`;
+    ``Head(*theta.matrices())`` (:class:`gmmlib.attention.Head`) is the head itself.
     :math:`v_{22} = -v_{21}^\top\Delta/2` makes :math:`r = 0`, and then
     :math:`b = v_{21}^\top(m_1+m_{-1})/2` must equal :math:`b^*`; :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`
     gives :math:`w = w^*`; :math:`u_{21} = (s - U_{11}^\top\Delta)/2` sets the (irrelevant) gate direction.
@@ -375,6 +418,9 @@ def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = Non
 def construction_s0(model: LDAModel, v21: Any | None = None) -> AttentionParams:
     r"""A head with :math:`s = 0` realising :math:`f^*` (the gate is constant, :math:`\sigma(s_0) = \pi_+`).
 
+    Implements construction 2 of Proposition prop-04-constructions (Chapter 4), the
+    construction of Lemma B.3 of Gabet et al. (2026) (their constraint (C) is :math:`s = 0`).
+    Returns the blocks :math:`\theta`; ``Head(*theta.matrices())`` is the head itself.
     :math:`u_{21} = -U_{11}^\top\Delta/2` makes :math:`s = 0`; the intercept is then
     :math:`b + r\pi_+ = v_{21}^\top(\pi_+m_1 + (1-\pi_+)m_{-1}) + (2\pi_+-1)v_{22}`, set to :math:`b^*` by
     :math:`v_{22}` (needs :math:`\pi_+\ne\frac12`; with :math:`\pi_+=\frac12` pick ``v21`` with
@@ -398,40 +444,210 @@ def construction_s0(model: LDAModel, v21: Any | None = None) -> AttentionParams:
 
 
 # ---------------------------------------------------------------------- risks
-def _class_nodes(model: LDAModel, w: np.ndarray, s: np.ndarray, n_points: int):
-    """Per class c: nodes of (wᵀX, sᵀX) ~ N((wᵀm_c, sᵀm_c), C) and their weights."""
+#: The quadrature rules of :func:`population_risk`: a tensor Gauss–Hermite rule on
+#: :math:`(w^\top X, s^\top X)`, or graded Gauss–Legendre panels adapted to the gate and the loss.
+RULES = ("gauss-hermite", "adaptive")
+#: The largest change of the risk between a rule and a coarser version of it that
+#: :func:`population_risk` accepts, in nats, relative to max(1, R): beyond it the rule has not
+#: converged and it raises.
+RISK_TOLERANCE = 1e-6
+
+
+def _gate_coordinates(model: LDAModel, w: np.ndarray, s: np.ndarray, m: np.ndarray) -> tuple[float, ...]:
+    r"""``(mu1, beta, sig12, mu2, sig2)`` with :math:`w^\top X = \mu_1 + \beta u + \sigma_{1|2}v`, :math:`s^\top X = \mu_2 + \sigma_2 u`.
+
+    For :math:`X\sim\mathcal N(m,\Gamma)`; :math:`u, v` are independent standard normals (:math:`u` runs
+    along the gate direction, :math:`v` is the part of :math:`w^\top X` independent of it).
+    """
+    G = model.cov
+    c11, c12, c22 = float(w @ G @ w), float(w @ G @ s), float(s @ G @ s)
+    if c22 > 0.0:
+        sig2 = np.sqrt(c22)
+        return float(w @ m), c12 / sig2, float(np.sqrt(max(c11 - c12 * c12 / c22, 0.0))), float(s @ m), float(sig2)
+    return float(w @ m), 0.0, float(np.sqrt(max(c11, 0.0))), float(s @ m), 0.0
+
+
+def _kinks(a: float, beta: float, r: float, kappa: float, sig2: float, z_max: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Roots in :math:`[-z_{\max}-1, z_{\max}+1]` of :math:`F(u) = a + \beta u + r\sigma(\kappa + \sigma_2u)` and :math:`F'` there."""
+    if beta == 0.0 and (r == 0.0 or sig2 == 0.0):
+        return np.zeros(0), np.zeros(0)
+    grid = np.linspace(-z_max - 1.0, z_max + 1.0, 1025)
+
+    def F(u):
+        return a + beta * u + r * _sigmoid(kappa + sig2 * u)
+
+    vals = F(grid)
+    idx = np.nonzero(vals[:-1] * vals[1:] <= 0.0)[0][:8]
+    lo, hi = grid[idx], grid[idx + 1]
+    fine = np.linspace(0.0, 1.0, 65)
+    for _ in range(4):  # refine each bracket 64-fold, four times: width < 0.02 / 64⁴ < 1e-8
+        pts = lo[:, None] + (hi - lo)[:, None] * fine
+        vals = F(pts)
+        j = np.argmax(vals[:, :-1] * vals[:, 1:] <= 0.0, axis=1)
+        rows = np.arange(lo.size)
+        lo, hi = pts[rows, j], pts[rows, j + 1]
+    roots = 0.5 * (lo + hi)
+    g = _sigmoid(kappa + sig2 * roots)
+    return roots, beta + r * sig2 * g * (1.0 - g)
+
+
+def _adaptive_nodes(model: LDAModel, eff: EffectiveParams, m: np.ndarray, n_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes of (wᵀX, sᵀX), X ~ N(m, Γ), from graded panels along the gate (u) and across the loss's kink (v)."""
+    from .quadrature import GRADED_Z_MAX, graded_normal_rule
+
+    w, b, r, s = eff
+    mu1, beta, sig12, mu2, sig2 = _gate_coordinates(model, w, s, m)
+    a, kappa = mu1 + b, model.s0 + mu2
+    if sig2 == 0.0 and beta == 0.0:  # nothing varies along u
+        u, wu = np.zeros(1), np.ones(1)
+    else:
+        roots, slopes = _kinks(a, beta, r, kappa, sig2, GRADED_Z_MAX)
+        pts = [(-kappa / sig2, np.pi / sig2)] if sig2 > 0 else []
+        pts += [(u0, np.hypot(np.pi, sig12) / abs(sl)) for u0, sl in zip(roots, slopes) if sl != 0.0]
+        pts = np.array(pts, dtype=np.float64).reshape(-1, 2)
+        u, wu = (x[0] for x in graded_normal_rule(pts[:, 0], pts[:, 1], n_points))
+    F = a + beta * u + r * _sigmoid(kappa + sig2 * u)
+    if sig12 > 0.0:
+        v, wv = graded_normal_rule((-F / sig12)[:, None], np.full((u.size, 1), np.pi / sig12), n_points)
+    else:
+        v, wv = np.zeros((u.size, 1)), np.ones((u.size, 1))
+    T1 = (mu1 + beta * u)[:, None] + sig12 * v
+    T2 = np.broadcast_to((mu2 + sig2 * u)[:, None], T1.shape)
+    W = wu[:, None] * wv
+    # drop the nodes whose contribution is below 1e-20 even for the largest integrand (|f| + 1)
+    keep = W * (1.0 + np.abs(T1) + abs(b) + abs(r)) > 1e-20
+    return np.stack([T1[keep], T2[keep]], axis=1), W[keep]
+
+
+def _class_nodes(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str = "gauss-hermite"):
+    """Per class c: (c, m_c, π_c, nodes of (wᵀX, sᵀX) given Y = c, weights), by the chosen rule."""
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    check_positive(n_points, "n_points", integer=True)
+    w, s = eff.w, eff.s
     P = np.stack([w, s])
     C = P @ model.cov @ P.T
     out = []
     for c, m, pc in ((1.0, model.m_pos, model.pi_pos), (-1.0, model.m_neg, 1 - model.pi_pos)):
-        T, wt = gaussian_nodes(P @ m, C, n_points)
+        if rule == "gauss-hermite":
+            T, wt = gaussian_nodes(P @ m, C, n_points)
+        else:
+            T, wt = _adaptive_nodes(model, eff, m, n_points)
         out.append((c, m, pc, T, wt))
     return out
 
 
-def population_risk(model: LDAModel, eff: Any, n_points: int = 40) -> float:
-    r"""The population logistic risk :math:`R = \sum_c\pi_c\,\mathbb E[\ell(c f(X))\mid Y=c]` of :math:`f = w^\top x + b + r\sigma(s_0+s^\top x)`.
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function through tanh (exact to 1 ulp in absolute terms, and faster than expit)."""
+    return 0.5 + 0.5 * np.tanh(0.5 * x)
 
-    Computed by an ``n_points``² Gauss–Hermite rule for the bivariate Gaussian
-    :math:`(w^\top X, s^\top X)` of each class, in any dimension :math:`d`. The rule's error decays
-    geometrically in ``n_points``, more slowly for wide :math:`\sqrt{s^\top\Gamma s}` (sharp gates):
-    check convergence by doubling ``n_points``.
-    """
-    model = _check_model(model)
-    w, b, r, s = _check_eff(model, eff)
-    check_positive(n_points, "n_points", integer=True)
+
+def _loss_terms(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r""":math:`\ell(u)`, :math:`\sigma(-u) = -\ell'(u)` and :math:`\ell''(u) = \sigma(u)\sigma(-u)`, from one exponential."""
+    e = np.exp(-np.abs(u))
+    inv = 1.0 / (1.0 + e)
+    sig_neg = np.where(u >= 0, e * inv, inv)  # σ(-u)
+    return np.log1p(e) + np.maximum(-u, 0.0), sig_neg, e * inv * inv
+
+
+def _dot(weights: np.ndarray, values: np.ndarray) -> float:
+    """A weighted sum without BLAS (whose threads stall on busy machines for these vector sizes)."""
+    return float(np.sum(weights * values))
+
+
+def _risk(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str) -> float:
+    w, b, r, s = eff
     total = 0.0
-    for c, _, pc, T, wt in _class_nodes(model, w, s, n_points):
-        f = T[:, 0] + b + r * expit(model.s0 + T[:, 1])
-        total += pc * (wt @ logistic_loss(c * f))
+    for c, _, pc, T, wt in _class_nodes(model, eff, n_points, rule):
+        u = c * (T[:, 0] + b + r * _sigmoid(model.s0 + T[:, 1]))
+        total += pc * (_dot(wt, np.log1p(np.exp(-np.abs(u))) + np.maximum(-u, 0.0)))
     return float(total)
 
 
-def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40) -> tuple[float, EffectiveParams]:
+def _check_converged(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str, risk: float,
+                     tol: float | None) -> None:
+    """Raise ValueError when the rule changes by more than ``tol`` from a coarser rule to ``n_points`` nodes.
+
+    The coarser rule has ``n_points // 2`` nodes per axis (Gauss–Hermite) or ``n_points - 2`` per
+    panel (adaptive: Gauss–Legendre panels gain a fixed factor per node, Gauss–Hermite rules far less).
+    """
+    if tol is None:
+        return
+    n_coarse = max(n_points // 2 if rule == "gauss-hermite" else n_points - 2, 1)
+    coarse = _risk(model, eff, n_coarse, rule)
+    change = abs(risk - coarse)
+    if not change <= tol * max(1.0, abs(risk)):
+        width_w = float(np.sqrt(eff.w @ model.cov @ eff.w))
+        width_s = float(np.sqrt(eff.s @ model.cov @ eff.s))
+        hint = ("use rule='adaptive' (panels graded along the gate direction s)" if rule == "gauss-hermite"
+                else "raise n_points")
+        raise ValueError(
+            f"the {rule} rule with n_points = {n_points} has not converged at this point: the risk changes by "
+            f"{change:.2e} from {n_coarse} to {n_points} nodes (allowed: {tol:g} × max(1, R)); the widths are "
+            f"sqrt(wᵀΓw) = {width_w:.3g} and sqrt(sᵀΓs) = {width_s:.3g} (a sharp gate when the latter is large). "
+            f"To proceed, {hint}.")
+
+
+def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str = "gauss-hermite",
+                    tol: float | None = RISK_TOLERANCE) -> float:
+    r"""The population logistic risk :math:`R = \sum_c\pi_c\,\mathbb E[\ell(c f(X))\mid Y=c]` of :math:`f = w^\top x + b + r\sigma(s_0+s^\top x)`.
+
+    Implements Lemma lem-05-quadrature (Chapter 5): given the class, :math:`(w^\top X, s^\top X)` is
+    a bivariate Gaussian, so a two-dimensional rule computes :math:`R` in any dimension :math:`d`.
+
+    ``rule="gauss-hermite"``: an ``n_points``² Gauss–Hermite rule. Its error decays geometrically,
+    at a speed set by :math:`\pi/\sqrt{w^\top\Gamma w}` and :math:`\pi/\sqrt{s^\top\Gamma s}` (the distances of
+    the poles of :math:`\ell` and :math:`\sigma` from the real axis in standardised units): ~1e-12 with
+    40 nodes at widths up to ~1.5, but useless for sharp gates (error ~1e-4 with 80 nodes at
+    :math:`\sqrt{s^\top\Gamma s} = 10`).
+    ``rule="adaptive"``: coordinates :math:`u` along the gate and :math:`v` across it; in each, a
+    composite Gauss–Legendre rule with ``n_points`` nodes per panel, graded toward the gate's
+    transition :math:`s_0 + s^\top x = 0`, the loss's kink :math:`f = 0`, and (in :math:`u`) the kinks of
+    the conditional mean score (:func:`gmmlib.quadrature.graded_normal_rule`): accurate to
+    ~1e-13 with 8 nodes per panel however sharp the gate or wide the predictor.
+
+    The rule checks itself: when ``tol`` is not ``None`` it also evaluates a coarser rule
+    (``n_points // 2`` nodes per axis for Gauss–Hermite, ``n_points - 2`` per panel for the
+    adaptive rule) and raises ``ValueError`` if the two differ by more than ``tol`` × max(1, R)
+    (default :data:`RISK_TOLERANCE`): the coarser rule's error, an upper estimate of the finer
+    one's, says the rule has not converged. For an error estimate of the value itself, see
+    :func:`excess_risk_estimate`.
+    """
+    model = _check_model(model)
+    eff = _check_eff(model, eff)
+    risk = _risk(model, eff, n_points, rule)
+    _check_converged(model, eff, n_points, rule, risk, tol)
+    return risk
+
+
+def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *, rule: str = "adaptive") -> Any:
+    r"""The excess risk :math:`R(w,b,r,s) - R^*` with its quadrature error, as a :class:`gmmlib.checks.Estimate`.
+
+    Both risks are computed with ``n_points`` and ``2 * n_points`` nodes (per panel for the
+    adaptive rule, per axis for Gauss–Hermite) by :func:`gmmlib.checks.converged_quadrature`:
+    the value is the finer rule's, its error 10 × the change between the two plus 100 ulp.
+    Used for every excess risk that Chapter 5 reports from a trajectory (figs 5.1, 5.4–5.6).
+    """
+    from .checks import converged_quadrature
+
+    model = _check_model(model)
+    eff = _check_eff(model, eff)
+    w_star, b_star = model.bayes_params()
+    bayes = EffectiveParams(w_star, b_star, 0.0, np.zeros(model.dim))
+
+    def excess(n: int) -> float:
+        return _risk(model, eff, n, rule) - _risk(model, bayes, n, rule)
+
+    return converged_quadrature(excess, int(n_points), 2 * int(n_points), method=f"{rule} quadrature")
+
+
+def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str = "gauss-hermite",
+                         tol: float | None = RISK_TOLERANCE) -> tuple[float, EffectiveParams]:
     r"""The risk and its gradient in :math:`(w, b, r, s)`.
 
-    With :math:`u = cf`, :math:`\ell'(u) = -\sigma(-u)`, :math:`\ell''(u) = \sigma(u)\sigma(-u)` and
-    :math:`g = \sigma(s_0 + s^\top x)`:
+    Implements the partial derivatives in the proof of Theorem thm-05-landscape and Stein's
+    identity eq-05-stein (Chapter 5). With :math:`u = cf`, :math:`\ell'(u) = -\sigma(-u)`,
+    :math:`\ell''(u) = \sigma(u)\sigma(-u)` and :math:`g = \sigma(s_0 + s^\top x)`:
 
     .. math::
 
@@ -441,42 +657,48 @@ def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40) -> tuple
         \partial_s R = \sum_c\pi_c\mathbb E[c\ell'(u)\,r g'\,X],
 
     and each :math:`\mathbb E[h(w^\top X, s^\top X)X] = m_c\mathbb Eh + \Gamma(w\,\mathbb E\partial_1h + s\,\mathbb E\partial_2 h)` (Stein).
+    ``rule`` and ``tol`` as in :func:`population_risk` (the check is on the risk).
     """
     model = _check_model(model)
-    w, b, r, s = _check_eff(model, eff)
-    check_positive(n_points, "n_points", integer=True)
+    eff = _check_eff(model, eff)
+    w, b, r, s = eff
     G = model.cov
     risk, gw, gb, gr, gs = 0.0, np.zeros(model.dim), 0.0, 0.0, np.zeros(model.dim)
-    for c, m, pc, T, wt in _class_nodes(model, w, s, n_points):
-        g = expit(model.s0 + T[:, 1])
+    for c, m, pc, T, wt in _class_nodes(model, eff, n_points, rule):
+        g = _sigmoid(model.s0 + T[:, 1])
         g1 = g * (1 - g)
         g2 = g1 * (1 - 2 * g)
         u = c * (T[:, 0] + b + r * g)
-        l1 = -expit(-u)
-        l2 = expit(u) * expit(-u)
-        risk += pc * (wt @ logistic_loss(u))
-        h = c * l1  # d/dt1 of the loss
-        Eh, Eh1, Eh2 = wt @ h, wt @ l2, wt @ (l2 * r * g1)
+        loss, sig_neg, l2 = _loss_terms(u)
+        risk += pc * (_dot(wt, loss))
+        h = -c * sig_neg  # d/dt1 of the loss
+        Eh, Eh1, Eh2 = _dot(wt, h), _dot(wt, l2), _dot(wt, l2 * r * g1)
         gb += pc * Eh
-        gr += pc * (wt @ (h * g))
+        gr += pc * (_dot(wt, h * g))
         gw += pc * (m * Eh + G @ (w * Eh1 + s * Eh2))
         k = h * r * g1
-        Ek1 = wt @ (l2 * r * g1)
-        Ek2 = wt @ (l2 * (r * g1) ** 2 + h * r * g2)
-        gs += pc * (m * (wt @ k) + G @ (w * Ek1 + s * Ek2))
+        Ek1 = _dot(wt, l2 * r * g1)
+        Ek2 = _dot(wt, l2 * (r * g1) ** 2 + h * r * g2)
+        gs += pc * (m * _dot(wt, k) + G @ (w * Ek1 + s * Ek2))
+    _check_converged(model, eff, n_points, rule, float(risk), tol)
     return float(risk), EffectiveParams(gw, float(gb), float(gr), gs)
 
 
-def attention_risk_grad(model: LDAModel, theta: AttentionParams, n_points: int = 40) -> tuple[float, AttentionParams]:
-    r"""The risk of a head and its gradient in :math:`\theta`, by the chain rule :math:`\nabla_\theta R = J^\top\nabla_{(w,b,r,s)}R`:
+def attention_risk_grad(model: LDAModel, theta: AttentionParams, n_points: int = 40, *,
+                        rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE) -> tuple[float, AttentionParams]:
+    r"""The risk of a head and its gradient in :math:`\theta`, by the chain rule :math:`\nabla_\theta R = J^\top\nabla_{(w,b,r,s)}R`.
+
+    Implements the adjoint :math:`J^\top` of Proposition prop-05-adjoint (Chapter 5):
 
     .. math::
 
         \partial_{U_{11}}R = \Gamma v_{21}\,g_w^\top + \Delta\,g_s^\top,\quad \partial_{u_{21}}R = 2g_s,\quad
         \partial_{v_{21}}R = \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\quad \partial_{v_{22}}R = -g_b + 2g_r.
+
+    ``rule`` and ``tol`` as in :func:`population_risk`.
     """
     eff = effective_params(model, theta)
-    risk, g = population_risk_grad(model, eff, n_points)
+    risk, g = population_risk_grad(model, eff, n_points, rule=rule, tol=tol)
     D, G = model.delta, model.cov
     return risk, AttentionParams(
         np.outer(G @ theta.v21, g.w) + np.outer(D, g.s),
@@ -564,14 +786,16 @@ class EffectiveHead(nn.Module):
 
 # ---------------------------------------------------------------------- linear attention, minimisers
 def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None = None) -> tuple[np.ndarray, float]:
-    r"""The best logistic risk of linear attention: :math:`\min_\beta \mathbb E\,\ell(Y\beta^\top X)`.
+    r"""The best logistic risk of linear attention: :math:`R_{\mathrm{lin}} = \min_w \mathbb E\,\ell(Yw^\top X)`.
 
-    Linear attention's limit on the query :math:`(x, 0)` is :math:`\beta^\top x` with
-    :math:`\beta^\top = (V\,\mathbb E[ZZ^\top]\,U)_{d+1,1:d}`, any :math:`\beta` being reachable; the
-    problem is a convex logistic regression without intercept, solved by BFGS (scipy) on the
-    quadrature risk and its exact gradient, then polished by three Newton steps (gradient norm
-    ~1e-15). The search starts at ``start`` (default :math:`\beta = 0`, which knows nothing of
-    :math:`w^*`). Returns ``(beta, risk)``.
+    Implements Proposition prop-04-linear (Chapter 4): linear attention's limit on the query
+    :math:`(x, 0)` is :math:`w_{\mathrm{lin}}^\top x` with
+    :math:`w_{\mathrm{lin}}^\top = (V\,\mathbb E[ZZ^\top]\,U)_{d+1,1:d}`, any :math:`w_{\mathrm{lin}}` being
+    reachable; the problem is a convex logistic regression without intercept, solved by BFGS
+    (scipy) on the quadrature risk and its exact gradient, then polished by three Newton steps
+    (gradient norm ~1e-15). The search starts at ``start`` (default :math:`w = 0`, which knows
+    nothing of :math:`w^*`); the rule's convergence (see :func:`population_risk`) is checked at
+    the minimiser, not at the trial points of the line searches. Returns ``(w_lin, risk)``.
     """
     model = _check_model(model)
     d = model.dim
@@ -579,8 +803,8 @@ def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None
     if x0.shape != (d,):
         raise ValueError(f"start must have shape ({d},), got {x0.shape}")
 
-    def fun(beta):
-        risk, g = population_risk_grad(model, EffectiveParams(beta, 0.0, 0.0, np.zeros(d)), n_points)
+    def fun(beta, tol=None):
+        risk, g = population_risk_grad(model, EffectiveParams(beta, 0.0, 0.0, np.zeros(d)), n_points, tol=tol)
         return risk, g.w
 
     res = minimize(fun, x0, jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 500})
@@ -590,15 +814,17 @@ def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None
         h = 1e-5 * max(1.0, float(np.linalg.norm(beta)))
         H = np.stack([(fun(beta + h * e)[1] - fun(beta - h * e)[1]) / (2 * h) for e in np.eye(d)], axis=1)
         beta = beta - np.linalg.solve(0.5 * (H + H.T), g)
-    return beta, float(fun(beta)[0])
+    return beta, float(fun(beta, RISK_TOLERANCE)[0])
 
 
 def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps: int, n_points: int = 40,
-                     callback: Any | None = None) -> AttentionParams:
+                     callback: Any | None = None, *, rule: str = "gauss-hermite",
+                     tol: float | None = RISK_TOLERANCE) -> AttentionParams:
     r"""Population gradient descent :math:`\theta_{k+1} = \theta_k - \eta\,\nabla_\theta R(\theta_k)` on one head.
 
-    The risk and its gradient come from :func:`attention_risk_grad` (a Gauss–Hermite rule with
-    ``n_points`` nodes per axis).
+    The discrete dynamics of Proposition prop-05-local and Theorem thm-05-symmetric (Chapter 5).
+    The risk and its gradient come from :func:`attention_risk_grad` (``rule``, ``n_points`` and
+    ``tol`` as in :func:`population_risk`).
 
     Parameters
     ----------
@@ -610,7 +836,7 @@ def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps
     steps : int
         The number of steps :math:`k`.
     n_points : int
-        Gauss–Hermite nodes per axis.
+        Quadrature nodes (per axis, or per panel for the adaptive rule).
     callback : callable, optional
         Called as ``callback(k, theta, risk, grad)`` for ``k = 0, ..., steps`` with
         :math:`\theta_k`, :math:`R(\theta_k)` and :math:`\nabla R(\theta_k)` (an :class:`AttentionParams`),
@@ -632,12 +858,67 @@ def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps
         theta = AttentionParams.from_vector(vec, d)
         if callback is None and k == steps:
             break
-        risk, g = attention_risk_grad(model, theta, n_points)
+        risk, g = attention_risk_grad(model, theta, n_points, rule=rule, tol=tol)
         if callback is not None:
             callback(k, theta, risk, g)
         if k < steps:
             vec = vec - eta * g.vector()
     return AttentionParams.from_vector(vec, d)
+
+
+class Trajectory(NamedTuple):
+    """A solved gradient flow: the times, the heads at those times, and the number of gradient evaluations."""
+
+    t: np.ndarray
+    thetas: list
+    nfev: int
+
+
+def gradient_flow(model: LDAModel, theta0: AttentionParams, t_eval: Any, n_points: int = 40, *,
+                  rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE, method: str = "LSODA",
+                  rtol: float = 1e-10, atol: float = 1e-13) -> Trajectory:
+    r"""The population gradient flow :math:`\dot\theta = -\nabla_\theta R(\theta)`, solved by an ODE solver.
+
+    The dynamics of Proposition prop-05-local and Theorem thm-05-symmetric (Chapter 5; Theorems
+    3.5 and 3.6 of Gabet et al., 2026). Gradient descent with a small step follows this flow
+    at the time :math:`t = \eta k`; an ODE solver with error control reaches long horizons in
+    few gradient evaluations. ``method`` is passed to ``scipy.integrate.solve_ivp``:
+    ``"LSODA"`` (Petzold, 1983) switches automatically between an Adams method and a BDF
+    method when the flow becomes stiff (slow drift along flat directions next to fast
+    normal decay, as near the minimisers); ``"DOP853"`` and ``"RK45"`` are explicit Runge–Kutta
+    methods (Hairer, Nørsett & Wanner, 1993), cheaper per step while the flow is not stiff.
+    The gradient is :func:`attention_risk_grad` (``n_points``, ``rule``, ``tol`` as there).
+
+    Parameters
+    ----------
+    t_eval : array_like
+        Increasing times :math:`\ge 0` at which to return :math:`\theta_t` (the flow starts at 0).
+
+    Returns
+    -------
+    Trajectory
+        ``t`` (the times), ``thetas`` (an :class:`AttentionParams` per time) and ``nfev``.
+    """
+    from scipy.integrate import solve_ivp
+
+    model = _check_model(model)
+    if theta0.dim != model.dim:
+        raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
+    t_eval = as_float_array(t_eval, "t_eval", ndim=1)
+    if t_eval.size == 0 or t_eval[0] < 0 or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("t_eval must be a non-empty increasing array of times >= 0")
+    d = model.dim
+    count = [0]
+
+    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        return -attention_risk_grad(model, AttentionParams.from_vector(y, d), n_points, rule=rule, tol=tol)[1].vector()
+
+    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), theta0.vector(), method=method, t_eval=t_eval,
+                    rtol=rtol, atol=atol)
+    if sol.status != 0:
+        raise RuntimeError(f"the ODE solver {method} failed: {sol.message}")
+    return Trajectory(sol.t, [AttentionParams.from_vector(y, d) for y in sol.y.T], count[0])
 
 
 def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
@@ -657,14 +938,76 @@ def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
     return float(d1), float(d2)
 
 
-def zeta_sequence(model: LDAModel, c: Any, R: float) -> EffectiveParams:
-    r"""The diverging minimising sequence :math:`\zeta_R = (w^* - \sigma'(s_0)c,\ b^* - \sigma(s_0)R,\ R,\ c/R)`.
+def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
+                  refit: bool = True) -> tuple[float, float]:
+    r"""The excess risk left by a gate :math:`(r, s)` once the affine part is refitted, to second order.
 
-    Its predictor is :math:`f^* + R[\sigma(s_0 + c^\top x/R) - \sigma(s_0) - \sigma'(s_0)c^\top x/R] = f^* + O(1/R)`.
+    .. math::
+
+        V(r, s) = \tfrac12\min_{a\in\mathbb R^d,\,c\in\mathbb R}
+        \mathbb E\big[\sigma'(f^*(X))\,\big(r(\sigma(s_0+s^\top X) - \sigma(s_0)) - a^\top X - c\big)^2\big],
+
+    the second-order expansion of :math:`\min_{w,b}R(w,b,r,s) - R^*` (the conditional risk
+    :math:`t\mapsto\eta\ell(t)+(1-\eta)\ell(-t)` has second derivative :math:`\sigma'(t)`). For small
+    :math:`s` the gate's constant and linear parts are absorbed and what is left is
+    :math:`\frac12 r\sigma''(s_0)(s^\top x)^2` (projected), so :math:`V` is quartic in :math:`s` when
+    :math:`\sigma''(s_0)\ne0` and of sixth order at :math:`\pi_+ = \frac12`: the flat directions of
+    Proposition prop-05-local (Chapter 5) and the plateau of the symmetric runs.
+
+    With ``refit=False`` the affine part is not refitted (:math:`a = 0`, :math:`c = 0`): the
+    excess of the gate term alone, for comparison.
+
+    Returns ``(V, remainder)`` where ``remainder`` bounds the third-order term,
+    :math:`\frac16\mathbb E[\sigma'(f^*)e^{|\delta|}|\delta|^3]` with :math:`\delta` the optimal residual
+    (:math:`|\sigma''| \le \sigma'` and :math:`\sigma'(f^*+t)\le e^{|t|}\sigma'(f^*)`).
+    Computed in whitened coordinates :math:`z = L^{-1}x` (:math:`\Gamma = LL^\top`) on the span of
+    :math:`L^{-1}m_{\pm1}` and :math:`L^\top s`, of dimension at most 3 (the rest of :math:`z` is noise
+    independent of the class, which the optimal :math:`a` ignores), by a tensor Gauss–Hermite rule.
+    """
+    model = _check_model(model)
+    s = as_float_array(s, "s", ndim=1)
+    if s.shape != (model.dim,):
+        raise ValueError(f"s must have shape ({model.dim},), got {s.shape}")
+    r = float(as_float_array(r, "r", ndim=0))
+    check_positive(n_points, "n_points", integer=True)
+    L = np.linalg.cholesky(model.cov)
+    w_star, b_star = model.bayes_params()
+    span = np.column_stack([np.linalg.solve(L, model.m_pos), np.linalg.solve(L, model.m_neg), L.T @ s])
+    u, sv, _ = np.linalg.svd(span, full_matrices=False)
+    Q = u[:, sv > 1e-12 * max(sv[0], 1e-300)]
+    if Q.shape[1] == 0:
+        Q = np.eye(model.dim)[:, :1]
+    xi, wt = gauss_hermite(n_points, Q.shape[1])
+    a_w, a_s = Q.T @ (L.T @ w_star), Q.T @ (L.T @ s)
+    Y, W, G = [], [], []
+    for m, pc in ((model.m_pos, model.pi_pos), (model.m_neg, 1 - model.pi_pos)):
+        y = Q.T @ np.linalg.solve(L, m) + xi
+        fs = y @ a_w + b_star
+        Y.append(y)
+        W.append(pc * wt * _sigmoid(fs) * _sigmoid(-fs))
+        G.append(r * (_sigmoid(model.s0 + y @ a_s) - _sigmoid(np.array(model.s0))))
+    Y, W, G = np.concatenate(Y), np.concatenate(W), np.concatenate(G)
+    Phi = np.column_stack([np.ones(len(Y)), Y])
+    if refit:
+        coef = np.linalg.lstsq(np.sqrt(W)[:, None] * Phi, np.sqrt(W) * G, rcond=None)[0]
+        delta = G - Phi @ coef
+    else:
+        delta = G
+    value = 0.5 * _dot(W, delta**2)
+    remainder = _dot(W, np.exp(np.abs(delta)) * np.abs(delta) ** 3) / 6.0
+    return float(value), float(remainder)
+
+
+def zeta_sequence(model: LDAModel, c: Any, rho: float) -> EffectiveParams:
+    r"""The diverging minimising sequence :math:`\zeta_\rho = (w^* - \sigma'(s_0)c,\ b^* - \sigma(s_0)\rho,\ \rho,\ c/\rho)`.
+
+    Implements Proposition prop-05-zeta (Chapter 5; Proposition 3.4 of Gabet et al., who write
+    :math:`R` for :math:`\rho`). Its predictor is
+    :math:`f^* + \rho[\sigma(s_0 + c^\top x/\rho) - \sigma(s_0) - \sigma'(s_0)c^\top x/\rho] = f^* + O(1/\rho)`.
     """
     model = _check_model(model)
     c = as_float_array(c, "c", ndim=1)
-    check_positive(R, "R")
+    check_positive(rho, "rho")
     w_star, b_star = model.bayes_params()
     q = model.pi_pos
-    return EffectiveParams(w_star - q * (1 - q) * c, b_star - q * R, float(R), c / R)
+    return EffectiveParams(w_star - q * (1 - q) * c, b_star - q * rho, float(rho), c / rho)

@@ -38,6 +38,10 @@ __all__ = ["GaussianMixture"]
 _SYM_TOL = 1e-10
 _PSD_TOL = 1e-10
 _WEIGHT_TOL = 1e-8
+#: Beyond this size a logit's rounding error (1e-4) would show in a softmax: such rows saturate.
+_FAR_LOGIT = 1e12
+_TILT_OVERFLOW = ("the tilt's log-weights log π_k + aᵀm_k + aᵀΓ_k a/2 overflow the float range: a is too "
+                  "large for them (tilt_weights() still gives the saturated weights)")
 
 
 def _validate_covs(covs: np.ndarray, name: str = "covs") -> np.ndarray:
@@ -57,6 +61,42 @@ def _validate_covs(covs: np.ndarray, name: str = "covs") -> np.ndarray:
             f"{name} must be positive semi-definite; component {k} has eigenvalue {np.min(eig):.3g}"
         )
     return sym
+
+
+def _saturating_softmax(Xhat: np.ndarray, scale: np.ndarray, M: np.ndarray, b: np.ndarray,
+                        c: np.ndarray) -> np.ndarray:
+    r"""Rows of :math:`\operatorname{softmax}_k(c_k + s\,\hat x^\top b_k + \tfrac12 s^2\,\hat x^\top M_k\hat x)`, no overflow.
+
+    For points :math:`x = s\hat x` so far out that the logits themselves overflow (the
+    softmax then saturates, and its value is finite). The quadratic term is computed once per
+    distinct :math:`M_k`, so components sharing a matrix share it exactly and it cancels among
+    them however large :math:`s` is; a component whose quadratic term trails the largest by
+    :math:`g > 0` gets weight :math:`e^{-s^2 g/2}` relative to it (0 once that underflows).
+    """
+    K = M.shape[0]
+    uniq, inverse = np.unique(M.reshape(K, -1), axis=0, return_inverse=True)
+    Mu = uniq.reshape(-1, *M.shape[1:])
+    q = 0.5 * np.einsum("ni,uij,nj->nu", Xhat, Mu, Xhat)[:, np.ravel(inverse)]  # (n, K)
+    dq = q - q.max(axis=1, keepdims=True)  # <= 0; exactly 0 for the leading matrix
+    s = scale[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        quad = np.where(dq < 0, (dq * s) * s, 0.0)
+        logits = quad + (Xhat @ b.T) * s + c[None, :]
+    logits = np.where(np.isneginf(quad) | np.isneginf(c)[None, :] | np.isnan(logits), -np.inf, logits)
+    top = np.isposinf(logits)  # s·x̂ᵀb_k overflowed upwards: those components take all the mass
+    finite_max = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        shifted = np.where(np.isfinite(logits), logits - finite_max, -np.inf)
+    w = np.exp(np.where(top.any(axis=1, keepdims=True), np.where(top, 0.0, -np.inf), shifted))
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _far_rows(logits: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Rows of logits that overflowed, or are so large (beyond 1e12) that rounding swamps their differences."""
+    live = weights > 0
+    with np.errstate(invalid="ignore"):
+        size = np.max(np.abs(np.where(live[None, :], logits, 0.0)), axis=1)
+    return ~(size <= _FAR_LOGIT)  # NaN or inf count as far
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,6 +242,9 @@ class GaussianMixture:
     def sample_prompts(self, n_prompts: int, length: int, rng: Any) -> np.ndarray:
         r"""Draw ``n_prompts`` independent prompts of ``length`` i.i.d. tokens each.
 
+        The finite prompts of Chapter 1 (their empirical measures :math:`\hat\mu_L`); call it
+        ``sample_prompts(n_prompts=..., length=..., rng=...)`` like gmmlib's task samplers.
+
         Returns
         -------
         ndarray, shape (n_prompts, length, d)
@@ -240,12 +283,24 @@ class GaussianMixture:
 
         Needs positive-definite covariances (raises ``ValueError`` otherwise).
         """
-        X = self._check_points(X)
+        out = self._component_log_prob(self._check_points(X))
+        if not np.all(np.isfinite(out)):
+            i = int(np.argmax(~np.all(np.isfinite(out), axis=1)))
+            raise ValueError(
+                f"the log-density at row {i} of X is below the float range (its squared Mahalanobis "
+                "distance to a component overflows): the point is too far out for a log-density; "
+                "posterior() still gives its (saturated) responsibilities"
+            )
+        return out
+
+    def _component_log_prob(self, X: np.ndarray) -> np.ndarray:
+        """Like :meth:`component_log_prob` on checked points, with -inf where the distance overflows."""
         L = self._cholesky()
         diff = X[:, None, :] - self.means[None, :, :]  # (n, K, d)
         # Solve L_k y = diff for every point and component.
         y = np.linalg.solve(L[None], diff[..., None])[..., 0]
-        maha = np.sum(y**2, axis=-1)
+        with np.errstate(over="ignore"):
+            maha = np.sum(y**2, axis=-1)
         logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1)
         return -0.5 * (maha + logdet[None, :] + self.dim * np.log(2.0 * np.pi))
 
@@ -257,10 +312,27 @@ class GaussianMixture:
 
     def posterior(self, X: Any) -> np.ndarray:
         r"""Responsibilities :math:`p(k\mid x) = \pi_k\mathcal N(x; m_k,\Gamma_k)/\sum_j \pi_j\mathcal N(x; m_j,\Gamma_j)`, shape (n, K)."""
+        X = self._check_points(X)
         with np.errstate(divide="ignore"):
             logw = np.log(self.weights)
-        lp = self.component_log_prob(X) + logw[None, :]
-        return np.exp(lp - logsumexp(lp, axis=1, keepdims=True))
+        lp = self._component_log_prob(X) + logw[None, :]
+        far = _far_rows(lp, self.weights)
+        if not np.any(far):
+            return np.exp(lp - logsumexp(lp, axis=1, keepdims=True))
+        # Points so far out that the squared distances overflow, or swamp the log-densities'
+        # differences in rounding (beyond 1e12, see _far_rows): expand the log-densities,
+        # c_k + x^T P_k m_k - x^T P_k x / 2 with P_k = Γ_k^{-1}, and let the softmax saturate.
+        out = np.empty_like(lp)
+        near = ~far
+        out[near] = np.exp(lp[near] - logsumexp(lp[near], axis=1, keepdims=True))
+        L = self._cholesky()
+        P = np.linalg.inv(self.covs)
+        Pm = np.einsum("kij,kj->ki", P, self.means)
+        logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1)
+        c = logw - 0.5 * logdet - 0.5 * np.einsum("ki,ki->k", self.means, Pm)
+        scale = np.max(np.abs(X[far]), axis=1)
+        out[far] = _saturating_softmax(X[far] / scale[:, None], scale, -P, Pm, c)
+        return out
 
     # ------------------------------------------------------------------ tilting
     def _check_direction(self, a: Any) -> np.ndarray:
@@ -274,22 +346,58 @@ class GaussianMixture:
 
         ``a`` may be one vector (d,) or a batch (n, d); the result has shape (K,) or (n, K).
         """
-        a = self._check_direction(a)
+        out = self._tilt_logits(self._check_direction(a))
+        if not np.all(np.isfinite(out) | (self.weights == 0)):  # -inf for a zero weight is right
+            raise ValueError(_TILT_OVERFLOW)
+        return out
+
+    def _tilt_logits(self, a: np.ndarray) -> np.ndarray:
+        """:meth:`tilt_logits` of checked directions, with ±inf where they overflow (no warning)."""
         with np.errstate(divide="ignore"):
             logw = np.log(self.weights)
-        quad = np.einsum("...i,kij,...j->...k", a, self.covs, a)
-        return logw + a @ self.means.T + 0.5 * quad
+        with np.errstate(over="ignore", invalid="ignore"):
+            quad = np.einsum("...i,kij,...j->...k", a, self.covs, a)
+            return logw + a @ self.means.T + 0.5 * quad
+
+    def tilt_weights(self, a: Any) -> np.ndarray:
+        r"""The weights :math:`\operatorname{softmax}_k(\log\pi_k + a^\top m_k + \tfrac12 a^\top\Gamma_k a)` of the tilted mixture.
+
+        ``a`` may be (d,) (returns shape (K,)) or (n, d) (returns (n, K)). Finite for every
+        finite ``a``: where the logits overflow the softmax saturates, and it is computed as
+        such (the component with the largest :math:`a^\top\Gamma_k a`, then :math:`a^\top m_k`, wins).
+        These are the gates of attention's infinite-prompt limit (Chapter 1, Lemma lem-01-tilt).
+        """
+        a = self._check_direction(a)
+        A = np.atleast_2d(a)
+        logits = self._tilt_logits(A)
+        bad = _far_rows(logits, self.weights)
+        out = np.empty_like(logits)
+        good = ~bad
+        if np.any(good):
+            out[good] = np.exp(logits[good] - logsumexp(logits[good], axis=1, keepdims=True))
+        if np.any(bad):
+            with np.errstate(divide="ignore"):
+                logw = np.log(self.weights)
+            scale = np.max(np.abs(A[bad]), axis=1)
+            out[bad] = _saturating_softmax(A[bad] / scale[:, None], scale, self.covs, self.means, logw)
+        return out[0] if a.ndim == 1 else out
 
     def log_mgf(self, a: Any) -> np.ndarray | float:
-        r"""The cumulant generating function :math:`\log\mathbb E\, e^{a^\top X} = \operatorname{logsumexp}_k(\log\pi_k + a^\top m_k + \tfrac12 a^\top\Gamma_k a)`.
+        r"""The cumulant generating function :math:`\Lambda(a) = \log\mathbb E\, e^{a^\top X} = \operatorname{logsumexp}_k(\log\pi_k + a^\top m_k + \tfrac12 a^\top\Gamma_k a)`.
 
-        ``a`` may be (d,) (returns a float) or (n, d) (returns shape (n,)).
+        :math:`\Lambda` of Lemma lem-01-tilt (Chapter 1).
+
+        ``a`` may be (d,) (returns a float) or (n, d) (returns shape (n,)). Raises ``ValueError``
+        where the value is beyond the float range (:math:`a^\top\Gamma_k a` overflows).
         """
         out = logsumexp(self.tilt_logits(a), axis=-1)
         return float(out) if np.ndim(out) == 0 else out
 
     def tilt(self, a: Any) -> "GaussianMixture":
-        r"""The exponentially tilted mixture with density :math:`\propto e^{a^\top x}\mu(x)`.
+        r"""The exponentially tilted mixture :math:`\mu^{(a)}` with density :math:`\propto e^{a^\top x}\mu(x)`.
+
+        Eq. (eq-01-tilt) of Lemma lem-01-tilt (Chapter 1); for one Gaussian it is Lemma
+        lem-02-tilt (Chapter 2), and for a mixture Chapter 3's gated affine experts.
 
         Component :math:`k` keeps its covariance, moves to :math:`m_k + \Gamma_k a` and gets
         weight :math:`\propto \pi_k e^{a^\top m_k + \frac12 a^\top\Gamma_k a}` (computed
@@ -298,9 +406,10 @@ class GaussianMixture:
         a = self._check_direction(a)
         if a.ndim != 1:
             raise ValueError(f"a must be one vector of shape ({self.dim},) for tilt, got shape {a.shape}")
-        logits = self.tilt_logits(a)
-        w = np.exp(logits - logsumexp(logits))
+        w = self.tilt_weights(a)
         means = self.means + np.einsum("kij,j->ki", self.covs, a)
+        if not np.all(np.isfinite(means)):
+            raise ValueError("the tilted means m_k + Γ_k a overflow the float range: a is too large")
         return GaussianMixture(w / w.sum(), means, self.covs.copy())
 
     # ------------------------------------------------------------------ transformations

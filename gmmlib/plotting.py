@@ -7,9 +7,11 @@ and the Okabe–Ito colour-blind-safe palette. It is the only global state gmmli
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import itertools
+import json
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -19,7 +21,7 @@ import numpy as np
 from cycler import cycler
 
 __all__ = ["PALETTE", "SliderFigure", "use_book_style", "loglog_fit", "plot_loglog_fit", "density_grid",
-           "slider_figure"]
+           "slider_figure", "live_sliders", "HEADLESS_ENV"]
 
 #: Okabe–Ito colours, safe for the common forms of colour blindness.
 PALETTE: dict[str, str] = {
@@ -110,6 +112,11 @@ def density_grid(lo: Sequence[float], hi: Sequence[float], n: int = 200) -> tupl
 _slider_ids = itertools.count(1)
 
 
+def _js(value: Any) -> str:
+    """``value`` as a JavaScript literal that is safe inside an HTML ``<script>`` element."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 @dataclass(frozen=True)
 class SliderFigure:
     """Frames of a figure over a grid of slider values, shown in the page with sliders: no kernel needed.
@@ -135,7 +142,9 @@ class SliderFigure:
         return [[self.value_format.format(v) for v in values] for _, values in self.grid]
 
     def _repr_html_(self) -> str:
-        uid = f"gmm-slider-{next(_slider_ids)}"
+        # unique in a page, and across pages (the PDF puts every chapter in one document)
+        digest = hashlib.blake2s(self.frames[0].encode(), digest_size=4).hexdigest()
+        uid = f"gmm-slider-{digest}-{next(_slider_ids)}"
         labels = self._labels()
         sizes = [len(values) for _, values in self.grid]
         flat = int(np.ravel_multi_index(self.start, sizes))
@@ -149,16 +158,15 @@ class SliderFigure:
             for j, (name, values) in enumerate(self.grid)
         )
         frames = ",".join(f'"{f}"' for f in self.frames)
-        names = ",".join('"' + html.escape(n, quote=True) + '"' for n, _ in self.grid)
-        texts = ",".join("[" + ",".join('"' + html.escape(t, quote=True) + '"' for t in lab) + "]" for lab in labels)
+        names, texts = _js([n for n, _ in self.grid]), _js(labels)
         script = (
-            f"<script>(function(){{var f=[{frames}],t=[{texts}],n=[{names}],s={sizes};"
+            f"<script>(function(){{var f=[{frames}],t={texts},n={names},s={sizes},a={_js(self.alt)};"
             f'var root=document.getElementById("{uid}"),m=root.querySelector("img"),'
             f'r=root.querySelectorAll("input[type=range]");'
             "function upd(){var k=0,d=[];for(var j=0;j<r.length;j++){var v=+r[j].value;k=k*s[j]+v;"
             'd.push(n[j]+" = "+t[j][v]);r[j].setAttribute("aria-valuetext",t[j][v]);'
             'document.getElementById(r[j].id+"-out").textContent=t[j][v];}'
-            f'm.src="data:image/png;base64,"+f[k];m.alt="{alt} ("+d.join(", ")+")";}}'
+            'm.src="data:image/png;base64,"+f[k];m.alt=a+" ("+d.join(", ")+")";}'
             'for(var j=0;j<r.length;j++){r[j].addEventListener("input",upd);}})();</script>'
         )
         return (
@@ -229,3 +237,50 @@ def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *,
         plt.close(fig)
         frames.append(base64.b64encode(buf.getvalue()).decode("ascii"))
     return SliderFigure(tuple(frames), tuple(axes), alt, value_format, first)
+
+
+#: Set to ``1`` in every kernel that the book's build and scripts start (no front end attached).
+HEADLESS_ENV = "GMMLIB_HEADLESS"
+
+
+def live_sliders(draw: Callable[..., Any], controls: dict[str, Any]) -> Any:
+    """Live ipywidgets sliders over ``draw`` for a reader's kernel; nothing when executed headless.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(**{name: value}) -> matplotlib.figure.Figure``: the same function as the
+        chapter's :func:`slider_figure`, so the two cannot tell different stories.
+    controls : dict
+        ``{name: widget or abbreviation}`` as for ``ipywidgets.interact``, e.g.
+        ``{"lam": (0.5, 3.0, 0.05)}`` or ``{"lam": widgets.FloatSlider(...)}``.
+
+    Returns
+    -------
+    The ``ipywidgets`` interactive object in a live notebook (Jupyter, Colab, Binder);
+    ``None`` when ``GMMLIB_HEADLESS`` is set, as it is in every kernel that the book's build,
+    ``make bench``/``stress``/``seeds`` and ``scripts/run_notebook.py`` start. There no front
+    end is attached: a widget has nobody to talk to, and nbclient's stand-in for its Output
+    widget sends messages on the kernel's shell channel while the cell's reply is awaited on
+    the same socket, which loses the reply's wake-up in about one widget cell in 70 (the
+    execution then sits idle until its per-cell timeout). The page shows the
+    :func:`slider_figure` twin instead; tag the cell ``remove-output``.
+    """
+    import os
+
+    if not callable(draw):
+        raise TypeError("draw must be a callable (**values) -> matplotlib Figure")
+    if not isinstance(controls, dict) or not controls:
+        raise ValueError("controls must be a non-empty dict {slider name: widget or abbreviation}")
+    if os.environ.get(HEADLESS_ENV, "").strip() not in ("", "0"):
+        return None
+    import ipywidgets
+    from IPython.display import display
+
+    def show(**values: Any) -> None:
+        fig = draw(**values)
+        display(fig)
+        plt.close(fig)
+
+    return ipywidgets.interact(show, **controls)
+

@@ -14,6 +14,14 @@ dimension come out to about 1e-12. A mixture is a weighted sum of such rules.
 
 The cost is :math:`n^d` nodes per component: keep :math:`d` small (up to 3 or 4), or
 integrate over the few directions the integrand depends on.
+
+Gauss–Hermite rules converge geometrically at a speed set by how far the integrand's
+complex singularities lie from the real axis, in standardised units. A logistic
+:math:`\sigma(a + \varsigma z)` has poles at distance :math:`\pi/\varsigma`: a sharp gate (large
+:math:`\varsigma`) defeats any affordable Gauss–Hermite rule. :func:`graded_normal_rule` is the
+remedy: a composite Gauss–Legendre rule for the standard normal weight whose panels are
+graded geometrically toward the nearly singular points, so that its error stays near
+round-off whatever their sharpness.
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ import numpy as np
 from ._validation import as_float_array, check_positive
 from .mixtures import GaussianMixture
 
-__all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation", "attention_by_quadrature"]
+__all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation", "attention_by_quadrature",
+           "graded_normal_rule"]
 
 
 _CACHE_MAX_NODES = 100_000
@@ -154,3 +163,77 @@ def attention_by_quadrature(mixture: GaussianMixture, queries: Any, U: Any, V: A
     S = nodes @ (Q @ U.T).T  # (N, n) scores
     W = weights[:, None] * np.exp(S - S.max(axis=0, keepdims=True))
     return (W.T @ (nodes @ V.T)) / W.sum(axis=0)[:, None]
+
+
+@lru_cache(maxsize=16)
+def _legendre(n_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (cached) n-point Gauss–Legendre rule on [-1, 1]."""
+    return np.polynomial.legendre.leggauss(n_points)
+
+
+#: The half-width of the interval on which :func:`graded_normal_rule` integrates: the
+#: standard normal mass outside :math:`[-9, 9]` is :math:`2\Phi(-9) \approx 2\cdot 10^{-19}`.
+GRADED_Z_MAX = 9.0
+
+
+def graded_normal_rule(points: Any, scales: Any, n_points: int = 8, *, spacing: float = 2.0,
+                       z_max: float = GRADED_Z_MAX) -> tuple[np.ndarray, np.ndarray]:
+    r"""A composite Gauss–Legendre rule for :math:`\int\varphi(z)\,g(z)\,dz`, graded toward nearly singular points.
+
+    For each row :math:`j` (one integrand :math:`g_j`), the interval :math:`[-z_{\max}, z_{\max}]`
+    is cut at a uniform grid of step ``spacing`` and, for every pair (point :math:`c`, scale
+    :math:`\tau`) of the row, at :math:`c` and :math:`c \pm \tau 2^k/4`, :math:`k = 0, 1, \dots`
+    (until the panels reach the grid's step); each panel gets ``n_points`` Gauss–Legendre
+    nodes, and each node the weight :math:`\varphi(z)` times the Legendre weight. Give as
+    points the real parts of :math:`g_j`'s complex singularities nearest to the real axis
+    and as scales their distances from it (for :math:`g(z) = \sigma(a + \varsigma z)`: point
+    :math:`-a/\varsigma`, scale :math:`\pi/\varsigma`). A panel of half-length :math:`h` at
+    distance :math:`\gtrsim h` from every singularity is integrated with error
+    :math:`O(\rho^{-2n})`, :math:`\rho \ge 2.4`, so the rule is accurate to near round-off with
+    8 nodes per panel however sharp :math:`g` is; the mass of :math:`\varphi` outside
+    :math:`[-z_{\max}, z_{\max}]` (:math:`2\cdot10^{-19}` for :math:`z_{\max} = 9`) is dropped.
+    Compare ``n_points`` with ``2 * n_points`` (same panels) to estimate the error.
+
+    Parameters
+    ----------
+    points, scales : array_like, shape (J, m) or (m,)
+        The nearly singular points of each row and their distances from the real axis. A
+        non-finite point, or a scale that is not positive and finite, is ignored.
+    n_points : int
+        Gauss–Legendre nodes per panel.
+    spacing : float
+        The step of the uniform grid (the longest panel).
+    z_max : float
+        The half-width of the integration interval.
+
+    Returns
+    -------
+    nodes, weights : ndarray, shape (J, N)
+        With :math:`\sum_i w_{ji}\,g_j(z_{ji}) \approx \int\varphi\,g_j`. Rows have the same number of
+        nodes (panels of zero length carry zero weight).
+    """
+    check_positive(n_points, "n_points", integer=True)
+    check_positive(spacing, "spacing")
+    check_positive(z_max, "z_max")
+    pts = np.atleast_2d(np.asarray(points, dtype=np.float64))
+    tau = np.atleast_2d(np.asarray(scales, dtype=np.float64))
+    if pts.shape != tau.shape or pts.ndim != 2:
+        raise ValueError(f"points and scales must have the same shape (J, m), got {pts.shape} and {tau.shape}")
+    J = pts.shape[0]
+    uniform = np.linspace(-z_max, z_max, int(np.ceil(2 * z_max / spacing)) + 1)
+    valid = np.isfinite(pts) & np.isfinite(tau) & (tau > 0)
+    if np.any(valid):
+        levels = int(np.clip(np.ceil(np.log2(4 * spacing / np.min(tau[valid]))) + 1, 1, 60))
+        steps = 2.0 ** np.arange(levels) / 4
+        offsets = np.concatenate([[0.0], steps, -steps])
+        graded = np.where(valid[:, :, None], pts[:, :, None] + np.where(valid, tau, 0.0)[:, :, None] * offsets,
+                          -z_max).reshape(J, -1)
+        cuts = np.concatenate([np.broadcast_to(uniform, (J, uniform.size)), np.clip(graded, -z_max, z_max)], axis=1)
+    else:
+        cuts = np.broadcast_to(uniform, (J, uniform.size))
+    cuts = np.sort(cuts, axis=1)
+    centre, half = (cuts[:, 1:] + cuts[:, :-1]) / 2, (cuts[:, 1:] - cuts[:, :-1]) / 2
+    x, w = _legendre(int(n_points))
+    nodes = (centre[:, :, None] + half[:, :, None] * x).reshape(J, -1)
+    weights = (half[:, :, None] * w).reshape(J, -1) * np.exp(-0.5 * nodes**2) / np.sqrt(2 * np.pi)
+    return nodes, weights

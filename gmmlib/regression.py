@@ -1,16 +1,18 @@
 r"""In-context linear regression with one attention head (Chapter 2).
 
-The data model: a task vector :math:`w\sim\mathcal N(0, I_d)`, inputs
-:math:`x\sim\mathcal N(0,\Sigma)` and noiseless labels :math:`y = w^\top x`. A prompt holds
-the tokens :math:`z_j = (x_j, y_j)\in\mathbb R^{d+1}`, :math:`j = 1..L`, and the query is
-:math:`z_q = (x_q, 0)`; the prediction is the last coordinate of the head's output.
+The data model (Boursier and Boyer's, after Zhang, Frei and Bartlett): a task vector
+:math:`w\sim\mathcal N(0, I_d)`, inputs :math:`x\sim\mathcal N(0,\Sigma)` and labels
+:math:`y = w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0,\xi^2)` (``noise_std``
+:math:`= \xi`, 0 by default: noiseless labels). A prompt holds the tokens
+:math:`z_j = (x_j, y_j)\in\mathbb R^{d+1}`, :math:`j = 1..L`, and the query is :math:`z_q = (x_q, 0)`;
+the prediction is the last coordinate of the head's output.
 
 Given :math:`w`, a token is the centred Gaussian
 
 .. math::
 
     z \sim \mathcal N\Big(0,\; \Gamma_w\Big),\qquad
-    \Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w\end{pmatrix},
+    \Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix},
 
 so (Gaussian tilt lemma) infinite-prompt softmax attention and linear attention coincide.
 With :math:`U = \operatorname{diag}(A, 0)` and :math:`V = b\,e_{d+1}e_{d+1}^\top` both
@@ -18,21 +20,23 @@ predict :math:`\hat y = b\,w^\top\Sigma A x_q`, with population risk
 
 .. math::
 
-    \mathcal R(A, b) = \mathbb E(\hat y - w^\top x_q)^2
-    = \operatorname{tr}\big((b\Sigma A - I)\,\Sigma\,(b\Sigma A - I)^\top\big).
+    \mathcal R(A, b) = \mathbb E(\hat y - y_q)^2
+    = \operatorname{tr}\big((b\Sigma A - I)\,\Sigma\,(b\Sigma A - I)^\top\big) + \xi^2.
 
-On a finite prompt linear attention predicts :math:`\hat y = b\,w^\top\hat\Sigma A x_q`,
-:math:`\hat\Sigma = \frac1L\sum_j x_jx_j^\top`, and (fourth moments of Gaussians)
+On a finite prompt linear attention predicts :math:`\hat y = \frac bL\sum_j y_j x_j^\top A x_q`, and
+(fourth moments of Gaussians)
 
 .. math::
 
     \mathcal R_L(A, b) = b^2\Big[\big(1+\tfrac1L\big)\operatorname{tr}(\Sigma A\Sigma A^\top\Sigma)
-    + \tfrac{\operatorname{tr}\Sigma}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
-    - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma,
+    + \tfrac{\operatorname{tr}\Sigma + \xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
+    - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma + \xi^2,
 
-minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma}{L} I\big)^{-1}`
+minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L} I\big)^{-1}`
 (Zhang, Frei and Bartlett's fixed point), with minimum
-:math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L)`.
+:math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L) + \xi^2`.
+The book's labels: Proposition prop-02-regression (the prediction and risk),
+prop-02-optimum, thm-02-flow, prop-02-finite-risk and prop-02-softmax-variance (Chapter 2).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ._validation import as_float_array, check_positive, check_rng
+from .attention import PromptBatch
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
 
@@ -63,6 +68,7 @@ __all__ = [
     "optimal_finite_prompt_linear_risk",
     "softmax_variance_constant",
     "softmax_family_constant",
+    "head_map",
     "head_limit_risk",
     "GradientFlow",
     "gradient_flow",
@@ -100,79 +106,100 @@ def _check_A_b(A: Any, b: Any, d: int) -> tuple[np.ndarray, float]:
     return A, b
 
 
-def _check_L(L: Any) -> int:
-    check_positive(L, "L", integer=True)
-    return int(L)
+def _check_length(length: Any) -> int:
+    check_positive(length, "length", integer=True)
+    return int(length)
+
+
+def _check_noise(noise_std: Any) -> float:
+    if isinstance(noise_std, (bool, str)):
+        raise TypeError(f"noise_std must be a real number, got {type(noise_std).__name__}")
+    xi = float(as_float_array(noise_std, "noise_std", ndim=0))
+    if xi < 0:
+        raise ValueError(f"noise_std must be non-negative, got {xi}")
+    return xi
 
 
 # ---------------------------------------------------------------------------- data model
 @dataclass(frozen=True)
-class RegressionBatch:
-    """A batch of in-context regression prompts.
+class RegressionBatch(PromptBatch):
+    """A batch of in-context regression prompts (a :class:`gmmlib.attention.PromptBatch`).
 
     Attributes
     ----------
-    tokens : ndarray, shape (B, L, d+1)
+    tokens : ndarray, shape (n_prompts, length, d+1)
         Rows :math:`(x_j, y_j)`.
-    queries : ndarray, shape (B, 1, d+1)
+    queries : ndarray, shape (n_prompts, 1, d+1)
         :math:`(x_q, 0)`.
-    targets : ndarray, shape (B,)
-        :math:`y_q = w^\\top x_q`.
-    w : ndarray, shape (B, d)
+    targets : ndarray, shape (n_prompts,)
+        The query's label :math:`y_q = w^\\top x_q + \\varepsilon_q`.
+    w : ndarray, shape (n_prompts, d)
         The task vectors.
     """
 
-    tokens: np.ndarray
-    queries: np.ndarray
-    targets: np.ndarray
-    w: np.ndarray
+    w: np.ndarray = None
 
 
-def sample_prompts(n_prompts: int, L: int, cov: Any, rng: Any) -> RegressionBatch:
-    r"""Draw ``n_prompts`` prompts of ``L`` tokens :math:`(x_j, w^\top x_j)` and one query each.
+def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std: float = 0.0) -> RegressionBatch:
+    r"""Draw ``n_prompts`` prompts of ``length`` tokens :math:`(x_j, y_j)` and one query each.
 
-    :math:`w\sim\mathcal N(0, I_d)` per prompt, :math:`x_j, x_q\sim\mathcal N(0,\Sigma)` i.i.d.
+    The data model of Proposition prop-02-regression (Chapter 2): :math:`w\sim\mathcal N(0, I_d)`
+    per prompt, :math:`x_j, x_q\sim\mathcal N(0,\Sigma)` i.i.d. and
+    :math:`y = w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0, \xi^2)` i.i.d.
 
     Parameters
     ----------
-    n_prompts, L : int
-        Number of prompts and tokens per prompt.
     cov : array_like, shape (d, d)
         :math:`\Sigma`, positive definite.
+    n_prompts, length : int
+        Number of prompts and tokens per prompt.
     rng : numpy Generator or int seed
+    noise_std : float
+        :math:`\xi \ge 0`, the labels' noise (0: noiseless labels).
     """
     check_positive(n_prompts, "n_prompts", integer=True)
-    L = _check_L(L)
+    L = _check_length(length)
     S = check_covariance(cov)
+    xi = _check_noise(noise_std)
     rng = check_rng(rng)
-    d = S.shape[0]
+    n, d = int(n_prompts), S.shape[0]
     R = np.linalg.cholesky(S)
-    w = rng.standard_normal((n_prompts, d))
-    X = rng.standard_normal((n_prompts, L + 1, d)) @ R.T
+    w = rng.standard_normal((n, d))
+    # einsum, not `@`: numpy's matmul is very slow for (..., d) @ (d, d) products with tiny d
+    X = np.einsum("bli,ji->blj", rng.standard_normal((n, L + 1, d)), R)
     y = np.einsum("bld,bd->bl", X, w)
+    if xi > 0:
+        y = y + xi * rng.standard_normal(y.shape)
     tokens = np.concatenate([X[:, :L], y[:, :L, None]], axis=-1)
-    queries = np.concatenate([X[:, L:], np.zeros((n_prompts, 1, 1))], axis=-1)
+    queries = np.concatenate([X[:, L:], np.zeros((n, 1, 1))], axis=-1)
     return RegressionBatch(tokens, queries, y[:, L], w)
 
 
-def token_covariance(w: Any, cov: Any) -> np.ndarray:
-    r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w\end{pmatrix}` of :math:`z = (x, w^\top x)`."""
+def token_covariance(w: Any, cov: Any, noise_std: float = 0.0) -> np.ndarray:
+    r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix}` of :math:`z = (x, y)`.
+
+    Eq. (eq-02-token-law) of Chapter 2 (with :math:`\xi` = ``noise_std``).
+    """
     S = check_covariance(cov)
+    xi = _check_noise(noise_std)
     w = as_float_array(w, "w", ndim=1)
     if w.shape != (S.shape[0],):
         raise ValueError(f"w must have shape ({S.shape[0]},) to match cov, got {w.shape}")
     Sw = S @ w
-    return np.block([[S, Sw[:, None]], [Sw[None, :], np.array([[w @ Sw]])]])
+    return np.block([[S, Sw[:, None]], [Sw[None, :], np.array([[w @ Sw + xi * xi]])]])
 
 
-def token_law(w: Any, cov: Any) -> GaussianMixture:
+def token_law(w: Any, cov: Any, noise_std: float = 0.0) -> GaussianMixture:
     r"""The law :math:`\mathcal N(0,\Gamma_w)` of a token given the task :math:`w`, as a one-component mixture."""
-    G = token_covariance(w, cov)
+    G = token_covariance(w, cov, noise_std)
     return GaussianMixture.gaussian(np.zeros(G.shape[0]), G)
 
 
 def embed_parameters(A: Any, b: float) -> tuple[np.ndarray, np.ndarray]:
-    r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both (d+1, d+1)."""
+    r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both (d+1, d+1).
+
+    The parametrisation of Proposition prop-02-regression (Chapter 2).
+    """
     A = as_float_array(A, "A", ndim=2)
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be square, got shape {A.shape}")
@@ -187,6 +214,8 @@ def embed_parameters(A: Any, b: float) -> tuple[np.ndarray, np.ndarray]:
 
 def limit_prediction(A: Any, b: float, w: Any, x_query: Any, cov: Any) -> np.ndarray:
     r"""The infinite-prompt prediction :math:`\hat y = b\,w^\top\Sigma A x_q` (softmax and linear attention agree).
+
+    Eq. (eq-02-prediction) of Proposition prop-02-regression (Chapter 2); label noise does not enter.
 
     Parameters
     ----------
@@ -215,16 +244,21 @@ def limit_prediction(A: Any, b: float, w: Any, x_query: Any, cov: Any) -> np.nda
 
 
 # ---------------------------------------------------------------------------- population risk
-def population_risk(A: Any, b: float, cov: Any) -> float:
-    r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A - I)\Sigma(b\Sigma A - I)^\top\big)`."""
+def population_risk(A: Any, b: float, cov: Any, noise_std: float = 0.0) -> float:
+    r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A - I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
+
+    Eq. (eq-02-risk) of Proposition prop-02-regression (Chapter 2); :math:`\xi` = ``noise_std``
+    adds the irreducible :math:`\xi^2` of the query's own label.
+    """
     S = check_covariance(cov)
     A, b = _check_A_b(A, b, S.shape[0])
+    xi = _check_noise(noise_std)
     N = b * S @ A - np.eye(S.shape[0])
-    return float(np.trace(N @ S @ N.T))
+    return float(np.trace(N @ S @ N.T)) + xi * xi
 
 
 def population_risk_grad(A: Any, b: float, cov: Any) -> tuple[np.ndarray, float]:
-    r"""The gradient of :math:`\mathcal R(A, b) = f(bA)`.
+    r"""The gradient of :math:`\mathcal R(A, b) = f(bA)` (Theorem thm-02-flow, Chapter 2).
 
     With :math:`G = \nabla f(M) = 2\Sigma(\Sigma M - I)\Sigma` at :math:`M = bA`:
     :math:`\nabla_A\mathcal R = bG` and :math:`\partial_b\mathcal R = \langle G, A\rangle_F`.
@@ -243,6 +277,8 @@ def population_risk_grad(A: Any, b: float, cov: Any) -> tuple[np.ndarray, float]
 def optimal_parameters(cov: Any) -> tuple[np.ndarray, float]:
     r"""The balanced minimiser :math:`A^* = \operatorname{tr}(\Sigma^{-2})^{-1/4}\Sigma^{-1}`, :math:`b^* = \operatorname{tr}(\Sigma^{-2})^{1/4}`.
 
+    Eq. (eq-02-optimum) of Proposition prop-02-optimum (Chapter 2).
+
     :math:`b^*A^* = \Sigma^{-1}`, so :math:`\hat y = w^\top x_q` exactly, and
     :math:`\|A^*\|_F = b^*` (the point the balanced gradient flow reaches).
     Embed with :func:`embed_parameters` to get :math:`(U^*, V^*)`.
@@ -254,98 +290,110 @@ def optimal_parameters(cov: Any) -> tuple[np.ndarray, float]:
 
 
 # ---------------------------------------------------------------------------- finite prompts
-def optimal_linear_map(cov: Any, L: int | None = None) -> np.ndarray:
-    r"""The optimal product :math:`bA` for linear attention on prompts of length :math:`L`.
+def optimal_linear_map(cov: Any, length: int | None = None, noise_std: float = 0.0) -> np.ndarray:
+    r"""The optimal product :math:`bA` for linear attention on prompts of :math:`L` = ``length`` tokens.
 
-    :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma}{L}I\big)^{-1}`;
-    :math:`\Gamma_\infty^* = \Sigma^{-1}` for ``L=None``.
+    :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L}I\big)^{-1}`
+    (Proposition prop-02-finite-risk, Chapter 2); :math:`\Gamma_\infty^* = \Sigma^{-1}` for
+    ``length=None``.
     """
     S = check_covariance(cov)
-    if L is None:
+    xi = _check_noise(noise_std)
+    if length is None:
         return np.linalg.inv(S)
-    L = _check_L(L)
+    L = _check_length(length)
     d = S.shape[0]
-    return np.linalg.inv((1.0 + 1.0 / L) * S + np.trace(S) / L * np.eye(d))
+    return np.linalg.inv((1.0 + 1.0 / L) * S + (np.trace(S) + xi * xi) / L * np.eye(d))
 
 
-def finite_prompt_linear_risk(A: Any, b: float, cov: Any, L: int) -> float:
-    r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V = be_{d+1}e_{d+1}^\top` on prompts of :math:`L` tokens.
+def finite_prompt_linear_risk(A: Any, b: float, cov: Any, length: int, noise_std: float = 0.0) -> float:
+    r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V = be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
+
+    Eq. (eq-02-finite-risk) of Proposition prop-02-finite-risk (Chapter 2), with label noise
+    :math:`\xi` = ``noise_std``:
 
     .. math::
 
         \mathcal R_L(A, b) = b^2\Big[\big(1+\tfrac1L\big)\operatorname{tr}(\Sigma A\Sigma A^\top\Sigma)
-        + \tfrac{\operatorname{tr}\Sigma}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
-        - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma,
+        + \tfrac{\operatorname{tr}\Sigma + \xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
+        - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma + \xi^2,
 
     from :math:`\mathbb E[\hat\Sigma M\hat\Sigma] = (1+\frac1L)\Sigma M\Sigma + \frac1L\operatorname{tr}(M\Sigma)\Sigma`
-    (Isserlis' theorem) with :math:`M = A\Sigma A^\top`.
+    (Isserlis' theorem) with :math:`M = A\Sigma A^\top`; the labels' noise adds
+    :math:`\frac{b^2\xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)` and the query's own :math:`\xi^2`.
     """
     S = check_covariance(cov)
     A, b = _check_A_b(A, b, S.shape[0])
-    L = _check_L(L)
+    L = _check_length(length)
+    xi = _check_noise(noise_std)
     M = A @ S @ A.T
-    quad = (1.0 + 1.0 / L) * np.trace(S @ M @ S) + np.trace(S) / L * np.trace(M @ S)
-    return float(b * b * quad - 2.0 * b * np.trace(S @ A @ S) + np.trace(S))
+    quad = (1.0 + 1.0 / L) * np.trace(S @ M @ S) + (np.trace(S) + xi * xi) / L * np.trace(M @ S)
+    return float(b * b * quad - 2.0 * b * np.trace(S @ A @ S) + np.trace(S) + xi * xi)
 
 
-def optimal_finite_prompt_linear_risk(cov: Any, L: int) -> float:
-    r"""The smallest risk of one linear-attention head on prompts of :math:`L` tokens.
+def optimal_finite_prompt_linear_risk(cov: Any, length: int, noise_std: float = 0.0) -> float:
+    r"""The smallest risk of one linear-attention head on prompts of :math:`L` = ``length`` tokens.
 
-    :math:`\mathcal R_L^* = \operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma_L^*)
-    = \sum_i \lambda_i\,\frac{\lambda_i/L + \operatorname{tr}\Sigma/L}{(1+1/L)\lambda_i + \operatorname{tr}\Sigma/L}`
-    (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for :math:`\Sigma = I_d`.
+    Eq. (eq-02-finite-optimum) of Proposition prop-02-finite-risk (Chapter 2):
+    :math:`\mathcal R_L^* = \operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma_L^*) + \xi^2
+    = \sum_i \lambda_i\,\frac{\lambda_i + t}{(L+1)\lambda_i + t} + \xi^2`, :math:`t = \operatorname{tr}\Sigma + \xi^2`
+    (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for :math:`\Sigma = I_d`, :math:`\xi = 0`.
     """
     S = check_covariance(cov)
-    G = optimal_linear_map(S, L)
-    return float(np.trace(S) - np.trace(S @ S @ G))
+    xi = _check_noise(noise_std)
+    G = optimal_linear_map(S, length, xi)
+    return float(np.trace(S) - np.trace(S @ S @ G)) + xi * xi
 
 
-def softmax_variance_constant(A: Any, b: float, cov: Any) -> float:
-    r"""The prompt-length constant :math:`\bar C = \lim_L L\,\mathbb E(\hat y_L - \hat y_\infty)^2` of softmax attention.
+def softmax_variance_constant(A: Any, b: float, cov: Any, noise_std: float = 0.0) -> float:
+    r"""The prompt-length constant :math:`\bar C = \mathbb E\,c(w, x_q)` of softmax attention.
 
-    For one query the finite-prompt error law of Chapter 1 gives, with :math:`a = (Ax_q, 0)`
-    and the token law :math:`\mathcal N(0,\Gamma_w)`,
-    :math:`L\,\mathbb E[(\hat y_L - \hat y_\infty)^2\mid w, x_q] \to e^{\kappa}\,b^2\big(w^\top\Sigma w + (w^\top\Sigma Ax_q)^2\big)`,
-    :math:`\kappa = x_q^\top A^\top\Sigma A x_q`. Averaging over :math:`w\sim\mathcal N(0, I)` and
-    :math:`x_q\sim\mathcal N(0,\Sigma)` (Gaussian integrals, :math:`K = A^\top\Sigma A`,
-    :math:`P = A^\top\Sigma^2A`):
+    Eq. (eq-02-softmax-variance) of Proposition prop-02-softmax-variance (Chapter 2). For one
+    query the finite-prompt error law of Chapter 1 gives, with :math:`a = (Ax_q, 0)` and the
+    token law :math:`\mathcal N(0,\Gamma_w)`,
+    :math:`L\,\mathbb E[(\hat y_L - \hat y_\infty)^2\mid w, x_q] \to c(w, x_q) = e^{\kappa}\,b^2\big(w^\top\Sigma w + \xi^2 + (w^\top\Sigma Ax_q)^2\big)`,
+    :math:`\kappa = x_q^\top A_\Sigma x_q`. Averaging over :math:`w\sim\mathcal N(0, I)` and
+    :math:`x_q\sim\mathcal N(0,\Sigma)` (Gaussian integrals, :math:`A_\Sigma = A^\top\Sigma A`,
+    :math:`A_{\Sigma^2} = A^\top\Sigma^2A`):
 
     .. math::
 
-        \bar C(A, b) = \frac{b^2}{\sqrt{\det(I - 2\Sigma K)}}\Big(\operatorname{tr}\Sigma
-        + \operatorname{tr}\big(P\,(\Sigma^{-1} - 2K)^{-1}\big)\Big),
+        \bar C(A, b) = \frac{b^2}{\sqrt{\det(I - 2\Sigma A_\Sigma)}}\Big(\operatorname{tr}\Sigma + \xi^2
+        + \operatorname{tr}\big(A_{\Sigma^2}\,(\Sigma^{-1} - 2A_\Sigma)^{-1}\big)\Big),
 
-    finite iff :math:`\Sigma^{-1} - 2K` is positive definite (``inf`` otherwise: the
+    finite iff :math:`\Sigma^{-1} - 2A_\Sigma` is positive definite (``inf`` otherwise: the
     average is dominated by queries whose effective prompt length :math:`Le^{-\kappa}` is tiny).
-    When :math:`b\Sigma A = I` the limit is exact, and the risk of softmax attention on
-    prompts of :math:`L` tokens is :math:`\bar C/L + o(1/L)`.
     """
     S = check_covariance(cov)
     d = S.shape[0]
     A, b = _check_A_b(A, b, d)
-    K = A.T @ S @ A
-    P = A.T @ S @ S @ A
+    xi = _check_noise(noise_std)
+    A_S = A.T @ S @ A
+    A_S2 = A.T @ S @ S @ A
     Sinv = np.linalg.inv(S)
-    inner = Sinv - 2.0 * K
+    inner = Sinv - 2.0 * A_S
     inner = 0.5 * (inner + inner.T)
     if np.min(np.linalg.eigvalsh(inner)) <= 0:
         return float("inf")
-    sign, logdet = np.linalg.slogdet(np.eye(d) - 2.0 * S @ K)
+    sign, logdet = np.linalg.slogdet(np.eye(d) - 2.0 * S @ A_S)
     if sign <= 0:  # pragma: no cover - excluded by the eigenvalue test above
         return float("inf")
-    return float(b * b * np.exp(-0.5 * logdet) * (np.trace(S) + np.trace(P @ np.linalg.inv(inner))))
+    spread = np.trace(S) + xi * xi + np.trace(A_S2 @ np.linalg.inv(inner))
+    return float(b * b * np.exp(-0.5 * logdet) * spread)
 
 
-def softmax_family_constant(c2: Any, cov: Any) -> np.ndarray | float:
+def softmax_family_constant(c2: Any, cov: Any, noise_std: float = 0.0) -> np.ndarray | float:
     r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
 
-    There :math:`\Sigma K = c^2 I`, :math:`P = c^2 I` and
-    :math:`(\Sigma^{-1} - 2K)^{-1} = \Sigma/(1 - 2c^2)`, so
+    Proposition prop-02-softmax-variance (Chapter 2). There :math:`\Sigma A_\Sigma = c^2 I`,
+    :math:`A_{\Sigma^2} = c^2 I` and :math:`(\Sigma^{-1} - 2A_\Sigma)^{-1} = \Sigma/(1 - 2c^2)`, so
 
     .. math::
 
-        \bar C(c) = \operatorname{tr}\Sigma\,\frac{1 - c^2}{c^2\,(1 - 2c^2)^{1 + d/2}},
-        \qquad 0 < c^2 < \tfrac12 .
+        \bar C(c) = \frac{(\operatorname{tr}\Sigma + \xi^2)(1 - 2c^2) + c^2\operatorname{tr}\Sigma}
+        {c^2\,(1 - 2c^2)^{1 + d/2}},\qquad 0 < c^2 < \tfrac12,
+
+    which is :math:`\operatorname{tr}\Sigma\,(1 - c^2)/(c^2(1 - 2c^2)^{1 + d/2})` for noiseless labels.
 
     Parameters
     ----------
@@ -353,6 +401,8 @@ def softmax_family_constant(c2: Any, cov: Any) -> np.ndarray | float:
         Values of :math:`c^2`, each in :math:`(0, \frac12)`.
     cov : array_like, shape (d, d)
         :math:`\Sigma`, positive definite.
+    noise_std : float
+        The labels' noise :math:`\xi`.
 
     Returns
     -------
@@ -366,21 +416,47 @@ def softmax_family_constant(c2: Any, cov: Any) -> np.ndarray | float:
         :math:`c^2 \ge \frac12`).
     """
     S = check_covariance(cov)
+    xi = _check_noise(noise_std)
     s = as_float_array(c2, "c2", ndim=(0, 1))
     if np.any(~np.isfinite(s)) or np.any(s <= 0) or np.any(s >= 0.5):
         raise ValueError("c2 must lie in (0, 1/2)")
-    d = S.shape[0]
-    out = np.trace(S) * (1.0 - s) / (s * (1.0 - 2.0 * s) ** (1.0 + d / 2.0))
+    d, t = S.shape[0], float(np.trace(S))
+    out = ((t + xi * xi) * (1.0 - 2.0 * s) + s * t) / (s * (1.0 - 2.0 * s) ** (1.0 + d / 2.0))
     return float(out) if out.ndim == 0 else out
 
 
-def head_limit_risk(U: Any, V: Any, cov: Any, *, n_points: int = 4) -> float:
+def head_map(U: Any, V: Any) -> np.ndarray:
+    r"""The effective map :math:`P` of a full head: the part of its prediction odd in the task.
+
+    With :math:`U_{xx} = U_{[:d,:d]}`, the label row :math:`u_{yx} = U_{[d,:d]}` and the readout
+    :math:`(v_x, v_y) = V_{[-1,:]}`, the infinite-prompt prediction of a full head is
+    :math:`w^\top\Sigma P x_q` plus a part even in :math:`w`, with
+    :math:`P = v_y U_{xx} + v_x u_{yx}^\top` (Chapter 2, the proof of
+    Proposition prop-02-finite-risk). For the block head of Proposition prop-02-regression,
+    :math:`P = bA`.
+
+    Returns
+    -------
+    ndarray, shape (d, d)
+    """
+    U = as_float_array(U, "U", ndim=2)
+    V = as_float_array(V, "V", ndim=2)
+    d = U.shape[0] - 1
+    if U.shape != (d + 1, d + 1) or V.shape[1] != d + 1 or d < 1:
+        raise ValueError(f"U must be (d+1, d+1) and V (p, d+1) with d >= 1, got {U.shape} and {V.shape}")
+    v = V[-1]
+    return v[d] * U[:d, :d] + np.outer(v[:d], U[d, :d])
+
+
+def head_limit_risk(U: Any, V: Any, cov: Any, *, noise_std: float = 0.0, n_points: int | None = None) -> float:
     r"""Infinite-prompt risk of a full head :math:`(U, V)` (softmax or linear: they agree here).
 
     The prediction is the last coordinate of :math:`V\Gamma_w U z_q`, :math:`z_q = (x_q, 0)`
-    (Gaussian tilt lemma on the centred token law), a polynomial of degree 2 in :math:`w`
-    and 1 in :math:`x_q`; the risk :math:`\mathbb E(\hat y - w^\top x_q)^2` is computed by
-    tensor Gauss–Hermite quadrature over :math:`(w, x_q)`, exact for ``n_points >= 3``.
+    (Lemma lem-02-tilt on the centred token law (eq-02-token-law), Chapter 2), a polynomial of
+    degree 2 in :math:`w` and 1 in :math:`x_q`; the squared error has degree 4 in :math:`w` and 2
+    in :math:`x_q`, so tensor Gauss–Hermite quadrature with 3 nodes per direction of :math:`w` and
+    2 per direction of :math:`x_q` computes :math:`\mathbb E(\hat y - y_q)^2` exactly (up to
+    round-off); the query label's own noise adds :math:`\xi^2`.
 
     Parameters
     ----------
@@ -388,33 +464,42 @@ def head_limit_risk(U: Any, V: Any, cov: Any, *, n_points: int = 4) -> float:
     V : array_like, shape (p, d+1)
         The last row is the prediction's readout.
     cov : array_like, shape (d, d)
-    n_points : int
-        Gauss–Hermite nodes per direction (at least 3).
+    noise_std : float
+        The labels' noise :math:`\xi`.
+    n_points : int, optional
+        Gauss–Hermite nodes per direction of both (at least 3); by default the smallest exact rule.
     """
     S = check_covariance(cov)
     d = S.shape[0]
+    xi2 = _check_noise(noise_std) ** 2
     U = as_float_array(U, "U", ndim=2)
     V = as_float_array(V, "V", ndim=2)
     if U.shape != (d + 1, d + 1):
         raise ValueError(f"U must have shape ({d + 1}, {d + 1}), got {U.shape}")
     if V.shape[1] != d + 1:
         raise ValueError(f"V must have shape (p, {d + 1}), got {V.shape}")
-    check_positive(n_points, "n_points", integer=True)
-    if n_points < 3:
-        raise ValueError(f"n_points must be at least 3 for an exact rule, got {n_points}")
-    xi, weights = gauss_hermite(n_points, 2 * d)
-    W = xi[:, :d]
-    X = xi[:, d:] @ np.linalg.cholesky(S).T
+    if n_points is None:
+        n_w, n_x = 3, 2
+    else:
+        check_positive(n_points, "n_points", integer=True)
+        if n_points < 3:
+            raise ValueError(f"n_points must be at least 3 for an exact rule, got {n_points}")
+        n_w = n_x = int(n_points)
+    nw, ww = gauss_hermite(n_w, d)
+    nx, wx = gauss_hermite(n_x, d)
+    W = np.repeat(nw, len(nx), axis=0)
+    X = np.tile(nx, (len(nw), 1)) @ np.linalg.cholesky(S).T
+    weights = np.repeat(ww, len(nx)) * np.tile(wx, len(nw))
     v = V[-1]
     SW = W @ S  # rows (Σw)ᵀ
-    # Γ_w U z_q with z_q = (x_q, 0): first block Σ·(U_xx x_q) + Σw·(u_yx x_q), last w^TΣ(...) + w^TΣw(...).
+    # Γ_w U z_q, z_q = (x_q, 0): first block Σ(U_xx x_q) + Σw(u_yx x_q), last wᵀΣ(...) + (wᵀΣw + ξ²)(...).
     ux = X @ U[:d, :d].T  # (n, d)
     uy = X @ U[d, :d]  # (n,)
     top = ux @ S + SW * uy[:, None]
-    bottom = np.einsum("nd,nd->n", SW, ux) + np.einsum("nd,nd->n", SW, W) * uy
+    bottom = np.einsum("nd,nd->n", SW, ux) + (np.einsum("nd,nd->n", SW, W) + xi2) * uy
     pred = top @ v[:d] + bottom * v[d]
     err = pred - np.einsum("nd,nd->n", W, X)
-    return float(weights @ err**2)
+    return float(weights @ err**2) + xi2
 
 
 # ---------------------------------------------------------------------------- gradient flow
@@ -443,6 +528,9 @@ class GradientFlow:
 def gradient_flow(A0: Any, b0: float, cov: Any, t_max: float, *, n_eval: int = 400,
                   rtol: float = 1e-13, atol: float = 1e-15) -> GradientFlow:
     r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from :math:`(A_0, b_0)`.
+
+    The gradient flow of Theorem thm-02-flow (Chapter 2); label noise only adds a constant
+    :math:`\xi^2` to the risk and does not change the flow.
 
     Integrated with scipy's DOP853 (explicit Runge–Kutta of order 8) at the given
     tolerances; the solution is reported at ``n_eval`` times spaced geometrically

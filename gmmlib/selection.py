@@ -13,22 +13,24 @@ use this module.
     r_k(z) = \frac{\pi_k\int a(z,\cdot)\,d\mu_k}{\sum_j\pi_j\int a(z,\cdot)\,d\mu_j},
 
 is a query-dependent convex combination of the per-component attentions
-(:func:`alignment_attention_limit`). Softmax attention is :math:`\ell(z,z') = z'^\top Uz`;
-with a shared covariance its limit is :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k`
-(:func:`gmmlib.limits.shared_covariance_limit`). Linear attention mixes with the fixed :math:`\pi_k`
-(:func:`gmmlib.limits.component_linear_limits`).
+(Proposition prop-03-alignment of Chapter 3, which is Proposition A.1 of Gabet, Boursier
+and Boyer 2026; :func:`alignment_attention_limit`). Softmax attention is
+:math:`\ell(z,z') = z'^\top Uz`; with a shared covariance its limit is
+:math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k` (:func:`gmmlib.limits.shared_covariance_limit`).
+Linear attention mixes with the fixed :math:`\pi_k` (:func:`gmmlib.limits.component_linear_limits`).
 
-**Classification tasks.** A class-conditional mixture :math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`,
-:math:`P(k) = \pi_k`, and a label vector :math:`c_k\in\mathbb R^q` per component give tokens
-:math:`(x, c_k)\in\mathbb R^{d+q}` whose law is the degenerate mixture
-:func:`token_mixture`. One-hot labels (:math:`c_k = e_k`) give the multi-class task;
-four components at :math:`(\pm s, \pm s)` with :math:`c_k = \operatorname{sign}(m_{k,1}m_{k,2})`
-give XOR (:func:`xor_task`). Queries are :math:`(x, 0)`; the prediction is the label block
-of the output.
+**Classification tasks** (Chapter 6). A class-conditional mixture
+:math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`, :math:`P(k) = \pi_k`, and a label vector
+:math:`y_k\in\mathbb R^q` per component give tokens :math:`(x, y_k)\in\mathbb R^{d+q}` whose law
+is the degenerate mixture :func:`token_mixture`. One-hot labels (:math:`y_k = e_k`) give the
+multi-class task; four components at :math:`(\pm\nu, \pm\nu)` with
+:math:`y_k = \operatorname{sign}(m_{k,1}m_{k,2})` give XOR (:func:`xor_task`). Queries are
+:math:`(x, 0)`; the prediction is the label block of the output (:func:`decide`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -37,12 +39,14 @@ from scipy.special import logsumexp, softmax
 from scipy.stats import multivariate_normal, norm
 
 from ._validation import as_float_array, check_mixture, check_positive, check_queries, check_rng, check_V
+from .attention import Head, PromptBatch
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
 
 __all__ = [
     "LogAlignment",
     "AlignmentDecomposition",
+    "LabelledPromptBatch",
     "softmax_log_alignment",
     "gaussian_kernel_log_alignment",
     "alignment_attention",
@@ -52,6 +56,7 @@ __all__ = [
     "xor_task",
     "readout_construction",
     "sample_prompts",
+    "decide",
     "bayes_scores",
     "linear_rule_accuracy",
     "sign_rule_accuracy",
@@ -65,7 +70,11 @@ LogAlignment = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 # --------------------------------------------------------------------------- alignments
 def softmax_log_alignment(U: Any) -> LogAlignment:
-    r"""The softmax alignment :math:`\ell(z, z') = z'^\top U z` (``U`` of shape (d, d))."""
+    r"""The softmax alignment :math:`\ell(z, z') = z'^\top U z` (``U`` of shape (d, d)).
+
+    With it, Proposition prop-03-alignment (Chapter 3) reduces to Theorem
+    thm-03-gated-experts: the responsibilities are the gates :math:`\alpha_k(z)`.
+    """
     U = as_float_array(U, "U", ndim=2)
     if U.shape[0] != U.shape[1]:
         raise ValueError(f"U must be square, got shape {U.shape}")
@@ -76,19 +85,21 @@ def softmax_log_alignment(U: Any) -> LogAlignment:
     return ell
 
 
-def gaussian_kernel_log_alignment(bandwidth: float) -> LogAlignment:
-    r"""The Gaussian-kernel alignment :math:`\ell(z, z') = -\|z - z'\|^2/(2h^2)` (``bandwidth`` = :math:`h > 0`).
+def gaussian_kernel_log_alignment(noise_std: float) -> LogAlignment:
+    r"""The Gaussian-kernel alignment :math:`\ell(z, z') = -\|z - z'\|^2/(2\xi^2)` (``noise_std`` = :math:`\xi > 0`).
 
-    Attention with this alignment is the Nadaraya–Watson kernel smoother; on a prompt law
-    :math:`\mu` its limit is :math:`\mathbb E[X\mid X + h\varepsilon = z]`, the Bayes denoiser
-    of noise level :math:`h` (Chapters 3 and 9).
+    Attention with this alignment is the Nadaraya–Watson kernel smoother of bandwidth
+    :math:`\xi`. Since :math:`e^{\ell(z,z')}\propto\mathcal N(z; z', \xi^2 I)`, its limit on a prompt
+    law :math:`\mu` is :math:`\mathbb E[X\mid X + \xi\varepsilon = z]`, the Bayes denoiser at noise
+    standard deviation :math:`\xi` (Chapter 3, after Proposition prop-03-alignment; Chapter 7):
+    the kernel's bandwidth *is* the noise level :math:`\xi` of the denoising chapters.
     """
-    check_positive(bandwidth, "bandwidth")
-    h2 = float(bandwidth) ** 2
+    check_positive(noise_std, "noise_std")
+    xi2 = float(noise_std) ** 2
 
     def ell(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
         sq = np.sum(Q**2, axis=1)[:, None] + np.sum(K**2, axis=1)[None, :] - 2.0 * Q @ K.T
-        return -np.maximum(sq, 0.0) / (2.0 * h2)
+        return -np.maximum(sq, 0.0) / (2.0 * xi2)
 
     return ell
 
@@ -109,7 +120,7 @@ def _eval_alignment(log_alignment: LogAlignment, Q: np.ndarray, K: np.ndarray) -
 
 
 def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, V: Any) -> np.ndarray:
-    r"""Finite-prompt attention with a positive alignment :math:`a = e^{\ell}`.
+    r"""Finite-prompt attention with a positive alignment :math:`a = e^{\ell}`: eq. (eq-03-alignment-attention) on :math:`\hat\mu_L`.
 
     .. math::
 
@@ -142,7 +153,7 @@ def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, 
 
 
 class AlignmentDecomposition(NamedTuple):
-    r"""The mixture decomposition :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)`.
+    r"""The mixture decomposition :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)` (eq. eq-03-alignment-decomposition).
 
     Fields: ``output`` (n, p), the attention :math:`T_a[\mu](z)`; ``responsibilities`` (n, K),
     the query-dependent weights :math:`r_k(z)\propto\pi_k\int a(z,\cdot)\,d\mu_k`; and
@@ -159,8 +170,9 @@ def alignment_attention_limit(
 ) -> AlignmentDecomposition:
     r"""Infinite-prompt attention with alignment :math:`a = e^{\ell}`, decomposed over the components.
 
-    For each component :math:`\mu_k = \mathcal N(m_k, \Gamma_k)`, Gauss–Hermite quadrature
-    (``n_points`` per direction, nodes :math:`x_{k,i}`, weights :math:`w_i`) gives
+    Implements Proposition prop-03-alignment (Chapter 3), eq. (eq-03-alignment-decomposition),
+    for Gaussian components. For each :math:`\mu_k = \mathcal N(m_k, \Gamma_k)`, Gauss–Hermite
+    quadrature (``n_points`` per direction, nodes :math:`x_{k,i}`, weights :math:`w_i`) gives
 
     .. math::
 
@@ -181,14 +193,14 @@ def alignment_attention_limit(
     Q, _ = check_queries(queries, mixture.dim)
     V = check_V(V, mixture.dim)
     log_alignment = _check_alignment(log_alignment)
-    xi, w = gauss_hermite(n_points, mixture.dim)
+    nodes01, w = gauss_hermite(n_points, mixture.dim)
     logw = np.log(w)
     with np.errstate(divide="ignore"):
         logpi = np.log(mixture.weights)
     log_A, comp = [], []
     for m, c in zip(mixture.means, mixture.covs):
         eig, vec = np.linalg.eigh(c)
-        nodes = m + xi @ (vec * np.sqrt(np.clip(eig, 0.0, None))).T
+        nodes = m + nodes01 @ (vec * np.sqrt(np.clip(eig, 0.0, None))).T
         S = _eval_alignment(log_alignment, Q, nodes) + logw[None, :]
         lse = logsumexp(S, axis=1, keepdims=True)
         log_A.append(lse[:, 0])
@@ -201,14 +213,16 @@ def alignment_attention_limit(
 
 # --------------------------------------------------------------------------- tasks
 def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMixture:
-    r"""The law of the tokens :math:`(x, c_k)`: components :math:`\mathcal N\big((m_k, c_k), \operatorname{diag}(\Gamma_k, 0)\big)`.
+    r"""The law of the tokens :math:`(x, y_k)`: eq. (eq-06-token-mixture) of Chapter 6.
+
+    Components :math:`\mathcal N\big((m_k, y_k), \operatorname{diag}(\Gamma_k, 0)\big)`.
 
     Parameters
     ----------
     x_mixture : GaussianMixture
         The law of :math:`x`, one component per label value.
     label_vectors : array_like, shape (K, q)
-        The label block :math:`c_k` carried by the tokens of component :math:`k`.
+        The label block :math:`y_k` carried by the tokens of component :math:`k`.
 
     Returns
     -------
@@ -227,7 +241,7 @@ def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMix
 
 
 def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np.ndarray]:
-    r"""The multi-class task: :math:`x\mid k\sim\mathcal N(m_k,\Gamma)`, :math:`P(k) = \pi_k`, labels :math:`e_k`.
+    r"""The multi-class task of Chapter 6: :math:`x\mid k\sim\mathcal N(m_k,\Gamma)`, :math:`P(k) = \pi_k`, labels :math:`y_k = e_k`.
 
     Returns
     -------
@@ -244,11 +258,12 @@ def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np
     return gm, np.eye(K)
 
 
-def xor_task(offset: float = 2.0, variance: float = 0.5) -> tuple[GaussianMixture, np.ndarray]:
-    r"""XOR: four equally likely components :math:`\mathcal N((\pm s, \pm s), \sigma^2 I)`, label :math:`\operatorname{sign}(m_1 m_2)`.
+def xor_task(offset: float = 2.0, gamma: float = 0.5**0.5) -> tuple[GaussianMixture, np.ndarray]:
+    r"""XOR (Chapter 6): four equally likely components :math:`\mathcal N((\pm\nu, \pm\nu), \gamma^2 I)`, label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
 
-    Components are ordered :math:`(s,s), (-s,s), (-s,-s), (s,-s)` with labels
-    :math:`+1, -1, +1, -1`.
+    ``offset`` is :math:`\nu` and ``gamma`` the components' standard deviation :math:`\gamma`
+    (default :math:`\gamma^2 = 1/2`). Components are ordered :math:`(\nu,\nu), (-\nu,\nu),
+    (-\nu,-\nu), (\nu,-\nu)` with labels :math:`+1, -1, +1, -1`.
 
     Returns
     -------
@@ -256,15 +271,19 @@ def xor_task(offset: float = 2.0, variance: float = 0.5) -> tuple[GaussianMixtur
     label_vectors : ndarray, shape (4, 1)
     """
     check_positive(offset, "offset")
-    check_positive(variance, "variance")
+    check_positive(gamma, "gamma")
     s = float(offset)
     means = np.array([[s, s], [-s, s], [-s, -s], [s, -s]])
-    gm = GaussianMixture.isotropic(np.full(4, 0.25), means, float(variance))
+    gm = GaussianMixture.isotropic(np.full(4, 0.25), means, float(gamma) ** 2)
     return gm, np.array([[1.0], [-1.0], [1.0], [-1.0]])
 
 
-def readout_construction(cov: Any, label_dim: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    r"""The head that reads the label block: :math:`U = \operatorname{diag}(c\,\Gamma^{-1}, 0)`, :math:`V = [0\;|\;I_q]`.
+def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
+    r"""The label-readout head of Theorem thm-06-label-readout (Chapter 6), eq. (eq-06-construction).
+
+    :math:`U = \operatorname{diag}(\omega\,\Gamma^{-1}, 0)`, :math:`V = [0\;|\;I_q]`; with
+    :math:`\omega = 1` the readout is the Bayes posterior mean of the label when the means have
+    equal Mahalanobis norms.
 
     Parameters
     ----------
@@ -272,72 +291,121 @@ def readout_construction(cov: Any, label_dim: int, scale: float = 1.0) -> tuple[
         The shared covariance :math:`\Gamma` (positive definite).
     label_dim : int
         :math:`q`, the size of the label block.
-    scale : float
-        :math:`c > 0`; :math:`c = 1` makes the readout the Bayes posterior (equal Mahalanobis norms).
+    omega : float
+        The scale :math:`\omega > 0` of :math:`U` (exercise ex-06-scale).
 
     Returns
     -------
-    U : ndarray, shape (d + q, d + q)
-    V : ndarray, shape (q, d + q)
+    Head
+        ``U`` of shape (d + q, d + q) and ``V`` of shape (q, d + q).
     """
     G = as_float_array(cov, "cov", ndim=2)
     if G.shape[0] != G.shape[1]:
         raise ValueError(f"cov must be square, got {G.shape}")
     check_positive(label_dim, "label_dim", integer=True)
-    check_positive(scale, "scale")
+    check_positive(omega, "omega")
     try:
         Gi = np.linalg.inv(np.linalg.cholesky(G))
     except np.linalg.LinAlgError:
         raise ValueError("cov must be positive definite") from None
     d, q = G.shape[0], int(label_dim)
     U = np.zeros((d + q, d + q))
-    U[:d, :d] = float(scale) * (Gi.T @ Gi)
+    U[:d, :d] = float(omega) * (Gi.T @ Gi)
     V = np.hstack([np.zeros((q, d)), np.eye(q)])
-    return U, V
+    return Head(U, V)
+
+
+@dataclass(frozen=True)
+class LabelledPromptBatch(PromptBatch):
+    r"""Labelled classification prompts (Chapter 6): a :class:`~gmmlib.attention.PromptBatch` with the queries' components.
+
+    Attributes
+    ----------
+    tokens : shape (n_prompts, length, d + q)
+        Rows :math:`(x_j, y_{k_j})`.
+    queries : shape (n_prompts, n_queries, d + q)
+        Rows :math:`(x, 0)`.
+    targets : shape (n_prompts, n_queries, q)
+        The label vector :math:`y_k` of each query's component (what the readout should return).
+    components : ndarray of int, shape (n_prompts, n_queries)
+        The component (class) :math:`k` of each query.
+    """
+
+    components: np.ndarray
 
 
 def sample_prompts(
-    x_mixture: GaussianMixture, label_vectors: Any, batch: int, length: int, n_queries: int, rng: Any,
-    *, as_torch: bool = False,
-) -> tuple[Any, Any, np.ndarray]:
-    r"""Draw ``batch`` prompts of ``length`` labelled tokens and ``n_queries`` fresh queries each.
+    x_mixture: GaussianMixture, label_vectors: Any, *, n_prompts: int, length: int, n_queries: int, rng: Any,
+    as_torch: bool = False,
+) -> LabelledPromptBatch:
+    r"""Draw ``n_prompts`` prompts of ``length`` labelled tokens and ``n_queries`` fresh queries each.
+
+    Tokens are :math:`(x_j, y_{k_j})` with :math:`k_j\sim\pi` and
+    :math:`x_j\sim\mathcal N(m_{k_j},\Gamma_{k_j})` i.i.d., i.e. draws from
+    :func:`token_mixture` (eq. eq-06-token-mixture, Chapter 6); queries are :math:`(x, 0)` with
+    :math:`x` drawn from the same mixture, independently of the prompt.
+
+    Parameters
+    ----------
+    x_mixture : GaussianMixture
+    label_vectors : array_like, shape (K, q)
+    n_prompts, length, n_queries : int
+    rng : numpy Generator or int seed
+    as_torch : bool
+        Return ``tokens``, ``queries`` and ``targets`` as float64 torch tensors (for training).
 
     Returns
     -------
-    tokens : shape (batch, length, d + q)
-        Rows :math:`(x_j, c_{k_j})`, :math:`k_j\sim\pi`, :math:`x_j\sim\mathcal N(m_{k_j},\Gamma_{k_j})`.
-    queries : shape (batch, n_queries, d + q)
-        Rows :math:`(x, 0)` with :math:`x` drawn from the same mixture, independent of the prompt.
-    components : ndarray of int, shape (batch, n_queries)
-        The component of each query (its true class).
+    LabelledPromptBatch
     """
     x_mixture = check_mixture(x_mixture, "x_mixture")
     C = as_float_array(label_vectors, "label_vectors", ndim=2)
     if C.shape[0] != x_mixture.n_components:
         raise ValueError(f"label_vectors must have {x_mixture.n_components} rows, got {C.shape}")
-    for v, name in ((batch, "batch"), (length, "length"), (n_queries, "n_queries")):
+    for v, name in ((n_prompts, "n_prompts"), (length, "length"), (n_queries, "n_queries")):
         check_positive(v, name, integer=True)
     rng = check_rng(rng)
-    B, L, n = int(batch), int(length), int(n_queries)
+    B, L, n = int(n_prompts), int(length), int(n_queries)
     X, k = x_mixture.sample(B * L, rng)
     tokens = np.concatenate([X, C[k]], axis=1).reshape(B, L, -1)
     Xq, kq = x_mixture.sample(B * n, rng)
     queries = np.concatenate([Xq, np.zeros((B * n, C.shape[1]))], axis=1).reshape(B, n, -1)
     kq = kq.reshape(B, n)
+    targets = C[kq]
     if as_torch:
-        return torch.from_numpy(tokens), torch.from_numpy(queries), kq
-    return tokens, queries, kq
+        tokens, queries, targets = (torch.from_numpy(np.ascontiguousarray(a)) for a in (tokens, queries, targets))
+    return LabelledPromptBatch(tokens, queries, targets, kq)
+
+
+def decide(readout: Any) -> np.ndarray:
+    r"""The decision read off a label readout (Chapter 6): :math:`\operatorname{sign}` for a scalar label, :math:`\arg\max_k` otherwise.
+
+    Parameters
+    ----------
+    readout : array_like, shape (..., q)
+        Label readouts (or the label vectors themselves, which gives the true classes).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        :math:`\operatorname{sign}(\text{readout})\in\{-1, 0, 1\}` when :math:`q = 1`, else the
+        index of the largest entry.
+    """
+    R = readout.detach().cpu().numpy() if isinstance(readout, torch.Tensor) else np.asarray(readout, dtype=float)
+    if R.ndim < 1 or R.shape[-1] < 1:
+        raise ValueError(f"readout must have a last axis of size q >= 1, got shape {R.shape}")
+    return np.sign(R[..., 0]) if R.shape[-1] == 1 else np.argmax(R, axis=-1)
 
 
 # --------------------------------------------------------------------------- Bayes rules and accuracies
 def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
-    r"""The Bayes (LDA) scores for a shared covariance: :math:`s_k(x) = w_k^\top x + b_k` with
+    r"""The Bayes (LDA) scores of Chapter 6 (before Proposition prop-06-linear-accuracy): :math:`w_k^\top x + b_k` with
 
     .. math::
 
         w_k = \Gamma^{-1}m_k,\qquad b_k = -\tfrac12 m_k^\top\Gamma^{-1}m_k + \log\pi_k,
 
-    so that :math:`p(k\mid x) = \operatorname{softmax}_k s_k(x)`.
+    so that :math:`p(k\mid x) = \operatorname{softmax}_k (w_k^\top x + b_k)` for a shared covariance.
 
     Returns
     -------
@@ -357,7 +425,9 @@ def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
 
 def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = None, *,
                          abseps: float = 1e-9) -> float:
-    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)` when class :math:`k` is the component :math:`\mathcal N(m_k,\Gamma_k)`.
+    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)`: Proposition prop-06-linear-accuracy (Chapter 6).
+
+    Class :math:`k` is the component :math:`\mathcal N(m_k,\Gamma_k)`.
 
     Given class :math:`k`, the margins :math:`D_j = (w_k - w_j)^\top X + b_k - b_j`, :math:`j\ne k`,
     are jointly Gaussian with means :math:`(w_k - w_j)^\top m_k + b_k - b_j` and covariances
@@ -412,7 +482,9 @@ def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = Non
 
 
 def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float = 0.0) -> float:
-    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)` when component :math:`k` carries the label :math:`y_k\in\{-1, 1\}`.
+    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)`: Corollary cor-06-xor, item 2 (Chapter 6).
+
+    Component :math:`k` carries the label :math:`y_k\in\{-1, 1\}`.
 
     Given component :math:`k`, the score :math:`w^\top X + b` is
     :math:`\mathcal N(w^\top m_k + b,\ w^\top\Gamma_k w)`, so
@@ -447,35 +519,36 @@ def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float
     return float(x_mixture.weights @ p)
 
 
-def xor_posterior_mean(X: Any, offset: float = 2.0, variance: float = 0.5) -> np.ndarray:
-    r"""The Bayes score of XOR, :math:`\mathbb E[Y\mid x] = \tanh(s x_1/\sigma^2)\,\tanh(s x_2/\sigma^2)`.
+def xor_posterior_mean(X: Any, offset: float = 2.0, gamma: float = 0.5**0.5) -> np.ndarray:
+    r"""The Bayes score of XOR, eq. (eq-06-xor-bayes) of Chapter 6: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
 
     (The coordinates are independent given the component, and
-    :math:`P(m_{k,i} = s\mid x_i) = \sigma(2 s x_i/\sigma^2)`, so :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(s x_i/\sigma^2)`.)
+    :math:`P(m_{k,i} = \nu\mid x_i) = \sigma(2\nu x_i/\gamma^2)`, so
+    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; Proposition prop-06-xor-bayes.)
 
     Parameters
     ----------
     X : array_like, shape (n, 2)
+    offset, gamma : float
+        :math:`\nu` and :math:`\gamma` of :func:`xor_task`.
     """
     check_positive(offset, "offset")
-    check_positive(variance, "variance")
+    check_positive(gamma, "gamma")
     X = as_float_array(X, "X", ndim=2)
     if X.shape[1] != 2:
         raise ValueError(f"X must have shape (n, 2), got {X.shape}")
-    c = float(offset) / float(variance)
+    c = float(offset) / float(gamma) ** 2
     return np.tanh(c * X[:, 0]) * np.tanh(c * X[:, 1])
 
 
-def xor_bayes_accuracy(offset: float = 2.0, variance: float = 0.5) -> float:
-    r"""The Bayes accuracy of XOR: :math:`\Phi(s/\sigma)^2 + \Phi(-s/\sigma)^2 = 1 - 2\Phi(s/\sigma)\Phi(-s/\sigma)`.
+def xor_bayes_accuracy(offset: float = 2.0, gamma: float = 0.5**0.5) -> float:
+    r"""The Bayes accuracy of XOR, eq. (eq-06-xor-bayes): :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
 
     The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates
-    fall on the side of their component's mean, or both on the wrong side.
+    fall on the side of their component's mean, or both on the wrong side (Proposition
+    prop-06-xor-bayes, Chapter 6).
     """
     check_positive(offset, "offset")
-    check_positive(variance, "variance")
-    t = float(offset) / np.sqrt(float(variance))
+    check_positive(gamma, "gamma")
+    t = float(offset) / float(gamma)
     return float(norm.cdf(t) ** 2 + norm.cdf(-t) ** 2)
-
-
-# --------------------------------------------------------------------------- replicate statistics

@@ -7,9 +7,10 @@ Usage::
     python scripts/bench.py --chapters # only the chapters
     python scripts/bench.py --kernels  # only the attention and quadrature figures
 
-Each chapter listed in ``_toc.yml`` is executed in a fresh kernel (as in the build); its
-wall time and the peak resident memory of its kernel (polled every 50 ms) are reported,
-with the whole book's total. Then:
+Each chapter listed in ``_toc.yml`` is executed in a fresh kernel (as in the build), one at a
+time, through ``scripts/nbrun.py`` (180 s per cell, 600 s per chapter: a stall fails with the
+chapter and cell named); its wall time and the peak resident memory of its kernel (polled
+every 50 ms) are reported, with the whole book's total. Then:
 
 * ``softmax_attention`` on 4·10⁶ tokens in d = 8 with 512 queries (float64): the peak
   memory it adds beyond its inputs (budget 512 MiB);
@@ -30,13 +31,17 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import psutil
-import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nbrun  # noqa: E402  (scripts/ is not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_BUDGET_S = 45.0
@@ -44,55 +49,21 @@ BOOK_BUDGET_S = 180.0
 
 
 def chapters() -> list[Path]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [c["file"] for part in toc["parts"] for c in part.get("chapters", [])]
-    return [ROOT / f"{f}.ipynb" for f in files if (ROOT / f"{f}.ipynb").is_file()]
+    return nbrun.chapters(ROOT)
 
 
-def _tree_rss(proc: psutil.Process) -> int:
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
-def run_chapter(path: Path) -> dict:
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
-    peak = {"rss": 0}
-    stop = threading.Event()
-
-    def poll() -> None:
-        while not stop.is_set():
-            km = client.km
-            pid = getattr(getattr(km, "provisioner", None), "pid", None) if km is not None else None
-            if pid:
-                try:
-                    peak["rss"] = max(peak["rss"], _tree_rss(psutil.Process(pid)))
-                except psutil.Error:
-                    pass
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=poll, daemon=True)
-    watcher.start()
-    start = time.perf_counter()
-    try:
-        client.execute()
-        ok = True
-    except Exception as exc:  # a failing chapter is reported, not raised
-        ok = False
-        print(f"  {path.name} FAILED: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr)
-    elapsed = time.perf_counter() - start
-    stop.set()
-    watcher.join()
-    return {"chapter": path.stem, "seconds": round(elapsed, 2), "peak_mib": round(peak["rss"] / 2**20, 1), "ok": ok}
+def run_chapters(paths: list[Path]) -> list[dict]:
+    """Each chapter in its own runner process and fresh kernel, one at a time (nbrun's limits apply)."""
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        outcomes = nbrun.run_children([nbrun.Job(p, {"GMMLIB_LEDGER_DIR": str(Path(tmp) / "ledger")}) for p in paths],
+                                      workers=1, scratch=Path(tmp), measure_memory=True)
+    rows = []
+    for path, o in zip(paths, outcomes):
+        if not o.ok:
+            print(f"  {path.name} {o.status.upper()}: {o.message}", file=sys.stderr)
+        rows.append({"chapter": path.stem, "seconds": o.seconds, "peak_mib": o.peak_mib or 0.0, "ok": o.ok,
+                     "status": o.status, "message": o.message})
+    return rows
 
 
 def bench_attention() -> dict:
@@ -246,13 +217,13 @@ def main() -> int:
     report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                 "platform": platform.platform()}}
     if args.chapters or both:
-        rows = [run_chapter(p) for p in chapters()]
+        rows = run_chapters(chapters())
         total = sum(r["seconds"] for r in rows)
         report["chapters"] = rows
         report["book_seconds"] = round(total, 2)
         print(f"\n{'chapter':<34}{'seconds':>9}{'peak MiB':>10}  budget")
         for r in rows:
-            flag = "ok" if r["ok"] and r["seconds"] < CHAPTER_BUDGET_S else "OVER" if r["ok"] else "FAILED"
+            flag = "ok" if r["ok"] and r["seconds"] < CHAPTER_BUDGET_S else "OVER" if r["ok"] else r["status"].upper()
             print(f"{r['chapter']:<34}{r['seconds']:>9.1f}{r['peak_mib']:>10.0f}  {flag} (< {CHAPTER_BUDGET_S:.0f} s)")
         print(f"{'whole book':<34}{total:>9.1f}{'':>10}  {'ok' if total < BOOK_BUDGET_S else 'OVER'} (< {BOOK_BUDGET_S:.0f} s)")
     if args.kernels or both:
@@ -277,7 +248,7 @@ def main() -> int:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
     print(f"\nwritten to {out.relative_to(ROOT)}")
-    return 0
+    return 0 if all(r["ok"] for r in report.get("chapters", [])) else 1  # a failed or stalled chapter
 
 
 if __name__ == "__main__":

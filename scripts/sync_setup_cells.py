@@ -2,10 +2,12 @@
 """Keep the "Run this chapter" setup cell of every notebook in step with ``_config.yml``.
 
 Every ``book/*.ipynb`` starts its code with the same cell: inside the repository it just
-imports ``gmmlib``; outside it (Colab, Binder) it first installs ``gmmlib`` from the
-repository named by ``repository.url`` and ``repository.branch`` in ``_config.yml``.
-The cell carries the ``remove-cell`` tag, so it is executed at build time but does not
-appear in the HTML.
+imports ``gmmlib``; outside it (Colab) it first installs ``gmmlib`` from the repository named
+by ``repository.url`` in ``_config.yml``, at the git tag of the book's edition,
+``v`` + ``gmmlib.__version__`` (read from ``gmmlib/__init__.py``, the one place the version
+is written). A course that links to edition 0.2.0 therefore keeps getting the gmmlib of
+edition 0.2.0 when ``main`` moves on. The cell carries the ``remove-cell`` tag, so it is
+executed at build time but does not appear in the HTML.
 
 Usage::
 
@@ -22,6 +24,7 @@ notebook is written with nbformat (indent 1). Files are only written when they c
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 from pathlib import Path
 
@@ -33,11 +36,12 @@ SETUP_MARKER = "# Run this chapter:"
 SETUP_TAGS = ["remove-cell"]
 
 _TEMPLATE = """\
-# Run this chapter: outside the book's repository (Colab, Binder), install gmmlib first.
+# Run this chapter: outside the book's repository (Colab, Binder), install gmmlib first,
+# from the tag of this edition of the book ({tag}), so the code matches the text.
 try:
     import gmmlib
 except ImportError:  # pragma: no cover - only outside the repository
-    %pip install -q "gmmlib @ git+{url}@{branch}"
+    %pip install -q "gmmlib @ git+{url}@{tag}"
     import gmmlib"""
 
 
@@ -51,10 +55,25 @@ def read_repository(root: Path = ROOT) -> tuple[str, str]:
     return str(url).rstrip("/"), str(branch)
 
 
+def read_version(root: Path = ROOT) -> str:
+    """``gmmlib.__version__``, read from ``root/gmmlib/__init__.py`` without importing gmmlib."""
+    path = root / "gmmlib" / "__init__.py"
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == "__version__"):
+            return str(ast.literal_eval(node.value))
+    raise ValueError(f"{path}: no `__version__ = \"X.Y.Z\"` assignment")
+
+
+def release_tag(root: Path = ROOT) -> str:
+    """The git tag of the book's edition: ``v`` + the version (``v0.2.0``)."""
+    return f"v{read_version(root)}"
+
+
 def canonical_source(root: Path = ROOT) -> str:
-    """The exact source of the setup cell for the repository configured under ``root``."""
-    url, branch = read_repository(root)
-    return _TEMPLATE.format(url=url, branch=branch)
+    """The exact source of the setup cell for the repository and edition configured under ``root``."""
+    url, _branch = read_repository(root)
+    return _TEMPLATE.format(url=url, tag=release_tag(root))
 
 
 def notebooks(root: Path = ROOT) -> list[Path]:

@@ -20,6 +20,8 @@ MATHJAX_CDN = "**/npm/mathjax@3/es5/**"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # containers (CI's python:3.11 image) give /dev/shm 64 MB, too little for long pages
+    "--disable-dev-shm-usage",
 ]
 
 
@@ -62,8 +64,12 @@ def serve(folder: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def browser_page(width: int = 1280, height: int = 1600):
-    """A Playwright page in headless Chromium: MathJax served locally, no other outside request."""
+def browser_page(width: int = 1280, height: int = 1600, color_scheme: str = "light"):
+    """A Playwright page in headless Chromium: MathJax served locally, no other outside request.
+
+    ``color_scheme`` ("light" or "dark") is the reader's system preference, which the theme's
+    default "auto" mode follows.
+    """
     from playwright.sync_api import sync_playwright
 
     exe = chromium_path()
@@ -89,7 +95,8 @@ def browser_page(width: int = 1280, height: int = 1600):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(viewport={"width": width, "height": height})
+            context = browser.new_context(viewport={"width": width, "height": height},
+                                          color_scheme=color_scheme)
             context.route("**/*", only_local)
             context.route(MATHJAX_CDN, fulfil_mathjax)  # registered last: matched first
             yield context.new_page()
@@ -108,3 +115,43 @@ def wait_for_math(page, timeout_ms: int = 30_000) -> bool:
                            timeout=timeout_ms)
     page.evaluate("() => MathJax.startup.promise")
     return True
+
+
+def settle(page, timeout_ms: int = 5_000) -> None:
+    """Wait until every CSS animation and transition on the page has finished.
+
+    Opening a dropdown starts the theme's fade-in (tens of animations on a chapter): axe-core
+    run in the middle of it measures half-transparent text and reports contrast failures that a
+    reader never sees.
+    """
+    page.evaluate("""(ms) => Promise.race([
+        Promise.all(document.getAnimations().map(a => a.finished.catch(() => null))),
+        new Promise(r => setTimeout(r, ms))])""", timeout_ms)
+
+
+#: axe-core's impacts that fail the accessibility test (minor and moderate are reported only)
+AXE_FAILING = ("serious", "critical")
+
+
+#: the rules whose outcome depends on colours: the ones run again in the theme's dark mode
+DARK_MODE_RULES = ("color-contrast", "link-in-text-block")
+
+
+def run_axe(page, rules: tuple[str, ...] | None = None) -> dict:
+    """Run axe-core (the copy shipped in the axe-playwright-python wheel: no download) on the
+    page as it is now. Returns ``{"rules": checks run, "violations": [{id, impact, nodes,
+    help, targets}]}``; "checks run" counts the rules that applied to the page (passed, violated
+    or needing review), not the rules that found nothing to check. ``rules`` limits the run to
+    those axe rule ids (default: all of axe's rules, WCAG and best practices).
+    """
+    from axe_playwright_python.sync_playwright import Axe
+
+    options: dict = {"resultTypes": ["violations"]}
+    if rules:
+        options["runOnly"] = {"type": "rule", "values": list(rules)}
+    results = Axe().run(page, options=options).response
+    applied = len(results["passes"]) + len(results["violations"]) + len(results["incomplete"])
+    violations = [{"id": v["id"], "impact": v["impact"], "nodes": len(v["nodes"]), "help": v["help"],
+                   "targets": [", ".join(map(str, n["target"])) for n in v["nodes"][:5]]}
+                  for v in results["violations"]]
+    return {"rules": applied, "violations": violations}

@@ -2,15 +2,22 @@
 
 ``make test`` runs these after the strict build. For every page of the book they check that
 the mathematics is typeset by MathJax (served from a local copy), that every image loads,
-and save a screenshot under ``_build/screenshots/``; they check, over all built pages, that
-no internal link is broken and that the launch buttons of each chapter point at its own
-notebook. When no Chromium is installed the browser test is skipped with a message saying
-how to install it (``.ci/run`` installs it on CI).
+and save a screenshot under ``_build/screenshots/`` (and ``dark/`` in the theme's dark mode);
+that every in-page slider figure (``gmmlib.plotting.slider_figure``) is under 2 MB and shows
+another picture when each of its sliders is moved with the keyboard; and that axe-core finds
+no serious or critical accessibility violation, in light and in dark mode. They check, over
+all built pages, that no internal link is broken, that the launch buttons of each chapter
+point at its own notebook and that every captioned figure's image has its caption as alt
+text. The sliders and the accessibility results are written to ``_build/sliders.json`` and
+``_build/accessibility.json``. When no Chromium is installed the browser tests are skipped
+with a message saying how to install it (``.ci/run`` installs it on CI).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -18,7 +25,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from .browser import browser_page, chromium_path, serve, wait_for_math
+from .browser import (AXE_FAILING, DARK_MODE_RULES, browser_page, chromium_path, run_axe, serve, settle,
+                      wait_for_math)
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
@@ -62,22 +70,61 @@ async () => {
 """
 
 
-@pytest.fixture(scope="module")
-def page_and_base():
+SLIDER_BUDGET = 2_000_000  # bytes of HTML per slider figure (frames included)
+SLIDERS_JS = r"""
+() => [...document.querySelectorAll('.gmm-slider')].map(s => ({
+  id: s.id, bytes: s.outerHTML.length, alt: (s.querySelector('img') || {}).alt || '',
+  sliders: [...s.querySelectorAll('input[type=range]')].map(r => ({
+    label: (s.querySelector(`label[for="${r.id}"]`) || {}).textContent || '',
+    positions: +r.max - +r.min + 1, valuetext: r.getAttribute('aria-valuetext') || ''}))}))
+"""
+
+
+def _need_chromium():
     if chromium_path() is None:
         pytest.skip("no Chromium installed: `apt-get install chromium` (as root) to run the real-browser test")
     assert (HTML / "index.html").is_file(), "build the book first (make test does)"
-    SHOTS.mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(scope="module")
+def page_and_base():
+    _need_chromium()
+    (SHOTS / "dark").mkdir(parents=True, exist_ok=True)
     with serve(HTML) as base, browser_page() as page:
         yield page, base
+
+
+def _open(page, base: str, name: str) -> None:
+    response = page.goto(f"{base}/book/{name}.html", wait_until="load")
+    assert response is not None and response.ok, f"{name}.html did not load"
+    wait_for_math(page)
+
+
+class _Report:
+    """Collects per-page results and writes them to one JSON file under _build/."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.pages = path, {}
+
+    def add(self, key: str, value) -> None:
+        self.pages[key] = value
+        self.path.write_text(json.dumps(self.pages, indent=1, ensure_ascii=False))
+
+
+@pytest.fixture(scope="module")
+def slider_report():
+    return _Report(ROOT / "_build" / "sliders.json")
+
+
+@pytest.fixture(scope="module")
+def axe_report():
+    return _Report(ROOT / "_build" / "accessibility.json")
 
 
 @pytest.mark.parametrize("name", _toc_pages())
 def test_page_renders_in_a_real_browser(page_and_base, name):
     page, base = page_and_base
-    response = page.goto(f"{base}/book/{name}.html", wait_until="load")
-    assert response is not None and response.ok, f"{name}.html did not load"
-    wait_for_math(page)
+    _open(page, base, name)
     math = page.evaluate(RAW_MATH_JS)
     assert not math["found"], f"{name}: raw math left untypeset ({math['found']}): …{math['context']}…"
     assert math["errors"] == 0, f"{name}: MathJax reported {math['errors']} errors"
@@ -86,6 +133,119 @@ def test_page_renders_in_a_real_browser(page_and_base, name):
     images = page.evaluate(BROKEN_IMAGES_JS)
     assert not images["failed"], f"{name}: images that do not load: {images['failed']}"
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
+@pytest.mark.parametrize("name", _toc_pages())
+def test_every_slider_moves_the_picture(page_and_base, slider_report, name):
+    """Each slider figure: under 2 MB; each of its sliders, moved one step with the keyboard (as a
+    reader would), changes the picture, the slider's spoken value and the image's alt text."""
+    page, base = page_and_base
+    _open(page, base, name)
+    figures = page.evaluate(SLIDERS_JS)
+    slider_report.add(name, figures)
+    problems = []
+    for fig in figures:
+        if fig["bytes"] >= SLIDER_BUDGET:
+            problems.append(f"{fig['id']}: {fig['bytes'] / 1e6:.2f} MB, over the 2 MB budget")
+        root = page.locator(f"#{fig['id']}")
+        root.evaluate("e => { const d = e.closest('details'); if (d) d.open = true; }")
+        image = root.locator("img")
+        for j, slider in enumerate(fig["sliders"]):
+            rng = root.locator("input[type=range]").nth(j)
+            before = (image.get_attribute("src"), image.get_attribute("alt"),
+                      rng.get_attribute("aria-valuetext"))
+            value, top = int(rng.input_value()), int(rng.get_attribute("max"))
+            rng.scroll_into_view_if_needed()
+            rng.focus()
+            page.keyboard.press("ArrowRight" if value < top else "ArrowLeft")
+            after = (image.get_attribute("src"), image.get_attribute("alt"),
+                     rng.get_attribute("aria-valuetext"))
+            what = f"{fig['id']} slider {slider['label']!r}"
+            if int(rng.input_value()) == value:
+                problems.append(f"{what}: the keyboard does not move it")
+            elif after[0] == before[0]:
+                problems.append(f"{what}: moving it leaves the same picture")
+            elif after[1] == before[1] or after[2] == before[2]:
+                problems.append(f"{what}: alt text or aria-valuetext not updated")
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+def _axe_failures(result: dict) -> list[str]:
+    return [f"  {v['id']} ({v['impact']}, {v['nodes']} elements): {v['help']} e.g. {v['targets'][:2]}"
+            for v in result["violations"] if v["impact"] in AXE_FAILING]
+
+
+DARK_JS = """() => { const h = document.documentElement; h.dataset.mode = 'dark'; h.dataset.theme = 'dark';
+  return getComputedStyle(document.body).backgroundColor; }"""
+
+
+@pytest.mark.parametrize("name", _toc_pages())
+def test_page_is_accessible(page_and_base, axe_report, name):
+    """axe-core on the page with every dropdown open: all its rules in light mode, then the
+    colour rules again in the theme's dark mode (the switch the theme's button makes)."""
+    page, base = page_and_base
+    _open(page, base, name)
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    settle(page)  # the dropdowns fade in: measure contrast once they are opaque
+    light = run_axe(page)
+    axe_report.add(f"{name} (light)", light)
+    background = page.evaluate(DARK_JS)
+    page.wait_for_timeout(200)  # the theme starts its colour transitions (0.15 s) ...
+    settle(page)  # ... and they finish
+    assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), f"{name}: no dark mode"
+    dark = run_axe(page, rules=DARK_MODE_RULES)
+    axe_report.add(f"{name} (dark)", dark)
+    page.screenshot(path=str(SHOTS / "dark" / f"{name}.png"), full_page=False)
+    failures = [f"light mode:\n{x}" for x in _axe_failures(light)] + [
+        f"dark mode:\n{x}" for x in _axe_failures(dark)]
+    assert not failures, f"{name}: axe-core violations:\n" + "\n".join(failures)
+
+
+class _Figures(HTMLParser):
+    """The images and caption text of every <figure> of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: list[dict] = []
+        self._depth = 0
+        self._in_caption = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "figure":
+            self._depth += 1
+            self.figures.append({"alts": [], "caption": ""})
+        elif self._depth and tag == "img":
+            self.figures[-1]["alts"].append(dict(attrs).get("alt"))
+        elif self._depth and tag == "figcaption":
+            self._in_caption = True
+
+    def handle_endtag(self, tag):
+        if tag == "figure":
+            self._depth -= 1
+        elif tag == "figcaption":
+            self._in_caption = False
+
+    def handle_data(self, data):
+        if self._in_caption:
+            self.figures[-1]["caption"] += data
+
+
+def test_every_figure_has_its_caption_as_alt_text():
+    assert (HTML / "index.html").is_file(), "build the book first (make test does)"
+    bad, checked = [], 0
+    for name in _toc_pages():
+        parser = _Figures()
+        parser.feed((HTML / "book" / f"{name}.html").read_text(encoding="utf-8"))
+        for fig in parser.figures:
+            for alt in fig["alts"]:
+                checked += 1
+                generic = not alt or re.search(r"\.(png|svg|jpe?g)$", alt) or alt.strip().lower() in {
+                    "image", "figure", "png", "output", "plot"}
+                words = set(re.findall(r"[A-Za-z]{4,}", alt or ""))
+                if generic or not words & set(re.findall(r"[A-Za-z]{4,}", fig["caption"])):
+                    bad.append(f"{name}: alt={alt!r} caption={' '.join(fig['caption'].split())[:60]!r}")
+    assert checked, "no figure found in the built book"
+    assert not bad, "figure images whose alt text is not their caption:\n" + "\n".join(bad[:20])
 
 
 class _Links(HTMLParser):
@@ -140,3 +300,23 @@ def test_launch_buttons_point_at_the_chapter_notebook(chapter):
     assert colab and binder, f"{chapter}: missing Colab or Binder launch button"
     assert all(u.endswith(f"/blob/main/book/{chapter}.ipynb") for u in colab), colab
     assert all(u.endswith(f"urlpath=tree/book/{chapter}.ipynb") for u in binder), binder
+
+
+def test_intro_cites_and_links_this_edition():
+    """book/intro.md's {edition-links} and {edition-bibtex} render the version in gmmlib/__init__.py."""
+    import ast
+
+    tree = ast.parse((ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
+    version = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                   and getattr(n.targets[0], "id", None) == "__version__")
+    html = (HTML / "book" / "intro.html").read_text(encoding="utf-8")
+    text = unescape(re.sub(r"<[^>]+>", "", html))  # the BibTeX block is highlighted: text only
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    owner_repo = "/".join(url.split("/")[-2:])
+    for link in (f"{url}/tree/v{version}", f"{url}/releases/tag/v{version}",
+                 f"https://colab.research.google.com/github/{owner_repo}/blob/v{version}/book/",
+                 f"https://mybinder.org/v2/gh/{owner_repo}/v{version}?urlpath=tree/book/"):
+        assert f'href="{link}' in html, f"intro.html has no link to {link}"
+        assert link.split("://")[1] in text, f"intro.html does not show {link} (the tag must be visible)"
+    for needle in (f"edition   = {{{version}}}", f"edition {version} of the book"):
+        assert needle in text, f"intro.html lacks {needle!r}"

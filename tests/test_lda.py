@@ -27,9 +27,12 @@ from gmmlib.lda import (
     gradient_descent,
     effective_predictor,
     logistic_loss,
+    excess_risk_estimate,
+    gradient_flow,
     minimiser_distances,
     population_risk,
     population_risk_grad,
+    valley_excess,
     zeta_sequence,
 )
 from gmmlib.limits import finite_prompt_mse
@@ -149,8 +152,8 @@ def test_jacobian_and_chain_rule(rng):
                     - flat(effective_params(model, AttentionParams.from_vector(x0 - h * e, 3)))) / (2 * h)
                    for e in np.eye(x0.size)], axis=1)
     np.testing.assert_allclose(J, fd, atol=1e-8)
-    _, g_eff = population_risk_grad(model, effective_params(model, theta), 40)
-    _, g_theta = attention_risk_grad(model, theta, 40)
+    _, g_eff = population_risk_grad(model, effective_params(model, theta), 40, tol=None)
+    _, g_theta = attention_risk_grad(model, theta, 40, tol=None)
     np.testing.assert_allclose(g_theta.vector(), J.T @ flat(g_eff), atol=1e-14)
 
 
@@ -236,7 +239,158 @@ def test_bad_input():
         construction_r0(LDAModel(0.6, [1.0, 0.0], [-1.0, 0.0], np.eye(2)))
 
 
-def test_extreme_scales_stay_finite():
+def test_extreme_scales_stay_finite_or_refuse():
     eff = EffectiveParams(np.array([1e6, -1e6]), 1e6, -1e6, np.array([1e6, 1e6]))
-    assert np.isfinite(population_risk(C1, eff, 20))
-    assert np.all(np.isfinite(flat(population_risk_grad(C1, eff, 20)[1])))
+    with pytest.raises(ValueError, match="not converged"):   # Gauss–Hermite says it cannot
+        population_risk(C1, eff, 20)
+    assert np.isfinite(population_risk(C1, eff, 20, tol=None))
+    assert np.isfinite(population_risk(C1, eff, 8, rule="adaptive"))
+    assert np.all(np.isfinite(flat(population_risk_grad(C1, eff, 8, rule="adaptive")[1])))
+
+
+def test_paper_block_convention_gives_the_same_map(rng):
+    """The paper's eq. (7) on the blocks of Uᵀ (its eq. (12)) is the book's eq-04-map on the blocks of U."""
+    d = 3
+    model = random_model(rng, d)
+    U, V = rng.normal(size=(d + 1, d + 1)), rng.normal(size=(d + 1, d + 1))
+    theta = AttentionParams.from_matrices(U, V)
+    eff = effective_params(model, theta)
+    U11_paper, u12_paper = U.T[:d, :d], U.T[:d, d]  # the paper partitions Uᵀ
+    v21 = V[-1, :d]
+    np.testing.assert_allclose(eff.w, U11_paper @ model.cov @ v21, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(eff.s, 2 * u12_paper + U11_paper @ model.delta, rtol=1e-12, atol=1e-12)
+    # the paper's formula applied to the book's blocks is a different (wrong) map
+    assert not np.allclose(theta.U11 @ model.cov @ v21, eff.w)
+
+
+def test_best_linear_attention_checks_its_rule_at_the_minimiser():
+    balanced = LDAModel(0.5, [1.0, 0.0], [0.0, 1.0], np.eye(2))
+    # the start is wide enough for the rule to refuse it; the search goes on, the minimiser is w*
+    beta, risk = best_linear_attention(balanced, 100, start=np.array([3.0, -4.0]))
+    np.testing.assert_allclose(beta, [1.0, -1.0], atol=1e-9)
+    assert risk == pytest.approx(balanced.bayes_risk(100), abs=1e-12)
+    with pytest.raises(ValueError, match="converged"):  # too few nodes at the minimiser itself
+        best_linear_attention(LDAModel(0.6, [2.5, 0.0], [0.0, 2.5], np.eye(2)), 20)
+
+
+def _risk_quadpack(model, eff, z_max=12.0):
+    """An independent reference: nested scipy.integrate.quad in standardised coordinates (gate first)."""
+    import math
+
+    from scipy.integrate import quad
+
+    w, b, r, s = eff
+    P = np.stack([w, s])
+    C = P @ model.cov @ P.T
+    a = math.sqrt(C[1, 1])
+    beta = C[0, 1] / a
+    gam = math.sqrt(max(C[0, 0] - beta**2, 0.0))
+    total = 0.0
+    for c, m, pc in ((1.0, model.m_pos, model.pi_pos), (-1.0, model.m_neg, 1 - model.pi_pos)):
+        mu1, mu2 = float(w @ m), float(s @ m)
+
+        def inner(z1, c=c, mu1=mu1, mu2=mu2):
+            F = mu1 + beta * z1 + b + r / (1 + math.exp(-(model.s0 + mu2 + a * z1)))
+
+            def f(z2):
+                u = c * (F + gam * z2)
+                return math.exp(-0.5 * z2 * z2) * (math.log1p(math.exp(-abs(u))) + max(-u, 0.0))
+
+            kink = min(max(-F / gam, -z_max), z_max)
+            return math.exp(-0.5 * z1 * z1) * quad(f, -z_max, z_max, points=[kink], epsabs=1e-15,
+                                                   epsrel=1e-13, limit=200)[0] / (2 * math.pi)
+
+        gate = min(max((-model.s0 - mu2) / a, -z_max), z_max)
+        total += pc * quad(inner, -z_max, z_max, points=[gate], epsabs=1e-15, epsrel=1e-13, limit=200)[0]
+    return total
+
+
+def test_adaptive_rule_at_a_sharp_gate_against_quadpack():
+    eff = EffectiveParams(np.array([1.1, -0.9]), 0.4, 0.3, np.array([21.2, 18.8]))   # |s| ≈ 28
+    ref = _risk_quadpack(C1, eff)
+    assert population_risk(C1, eff, 8, rule="adaptive") == pytest.approx(ref, abs=1e-13)
+    assert abs(population_risk(C1, eff, 80, tol=None) - ref) > 1e-4          # Gauss–Hermite is lost
+    with pytest.raises(ValueError, match="rule='adaptive'"):
+        population_risk(C1, eff, 80)
+
+
+def test_adaptive_rule_on_random_models(rng):
+    for _ in range(3):
+        model = random_model(rng, 3)
+        eff = effective_params(model, random_theta(rng, 3, 0.4))
+        R_ad, g_ad = population_risk_grad(model, eff, 10, rule="adaptive")
+        assert R_ad == pytest.approx(_risk_quadpack(model, eff), abs=1e-12)
+        _, g_gh = population_risk_grad(model, eff, 100)      # where Gauss–Hermite converges
+        np.testing.assert_allclose(flat(g_ad), flat(g_gh), atol=1e-9)
+
+
+def test_adaptive_gradient_against_finite_differences():
+    eff = EffectiveParams(np.array([1.1, -0.9]), 0.4, 0.3, np.array([6.0, 8.0]))
+    _, g = population_risk_grad(C1, eff, 10, rule="adaptive")
+    x0, h = flat(eff), 1e-5
+
+    def R(x):
+        return population_risk(C1, EffectiveParams.from_vector(x, 2), 10, rule="adaptive")
+
+    fd = np.array([(R(x0 + h * e) - R(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
+    np.testing.assert_allclose(flat(g), fd, atol=1e-8)
+
+
+def test_excess_risk_estimate_and_rules():
+    eff = EffectiveParams(np.array([1.0, -1.0]), C1.bayes_params()[1], 0.2, np.array([9.0, 3.0]))
+    est = excess_risk_estimate(C1, eff, 8)
+    assert est.value > 0 and est.error < 1e-12
+    assert est.value == pytest.approx(_risk_quadpack(C1, eff) - C1.bayes_risk(40), abs=1e-12)
+    with pytest.raises(ValueError, match="rule"):
+        population_risk(C1, eff, 8, rule="simpson")
+
+
+def test_parameter_vectors_and_balance(rng):
+    eff = EffectiveParams(rng.normal(size=3), 0.5, -1.5, rng.normal(size=3))
+    back = EffectiveParams.from_vector(eff.vector(), 3)
+    np.testing.assert_array_equal(back.vector(), eff.vector())
+    with pytest.raises(ValueError, match="2d \\+ 2"):
+        EffectiveParams.from_vector(np.zeros(7), 3)
+    theta = random_theta(rng, 3)
+    assert theta.balance() == pytest.approx(np.sum(theta.U11**2) - np.sum(theta.v21**2))
+    assert zeta_sequence(C1, np.ones(2), rho=5.0).r == 5.0
+
+
+def test_gradient_flow_matches_small_step_descent(rng):
+    theta0 = random_theta(rng, 2, 0.5)
+    flow = gradient_flow(C1, theta0, [0.0, 0.5, 1.0], 30, rtol=1e-10, atol=1e-12)
+    assert flow.t[0] == 0.0 and flow.nfev > 0
+    np.testing.assert_allclose(flow.thetas[0].vector(), theta0.vector())
+    ends = [gradient_descent(C1, theta0, eta, int(round(1.0 / eta)), 30).vector() for eta in (0.01, 0.005)]
+    # explicit Euler is first order: halving the step halves its distance to the flow
+    err = [np.linalg.norm(e - flow.thetas[-1].vector()) for e in ends]
+    assert err[1] < 0.6 * err[0] and err[1] < 1e-3
+    with pytest.raises(ValueError, match="t_eval"):
+        gradient_flow(C1, theta0, [1.0, 0.5])
+
+
+def test_valley_excess_is_the_refitted_excess_to_second_order():
+    from scipy.optimize import minimize
+
+    theta2 = construction_s0(C1)
+    r = effective_params(C1, theta2).r
+    w_star, b_star = C1.bayes_params()
+    values = []
+    for eps in (0.1, 0.05, 0.025):
+        s = eps * np.array([0.6, 0.8])
+        V, remainder = valley_excess(C1, r, s)
+
+        def f(x, s=s):
+            R, g = population_risk_grad(C1, EffectiveParams(x[:2], x[2], r, s), 40)
+            return R, np.concatenate([g.w, [g.b]])
+
+        best = minimize(f, np.concatenate([w_star, [b_star - 0.6 * r]]), jac=True, method="BFGS",
+                        options={"gtol": 1e-13}).fun - C1.bayes_risk(40)
+        assert abs(best - V) <= remainder + 1e-13
+        assert valley_excess(C1, r, s, refit=False)[0] > 10 * V
+        values.append(V)
+    ratios = np.array(values[:-1]) / np.array(values[1:])       # 16(1 + O(ε)): extrapolate
+    assert 2 * ratios[1] - ratios[0] == pytest.approx(16, rel=0.05)   # quartic when σ''(s0) ≠ 0
+    balanced = LDAModel(0.5, [1.0, 0.0], [-1.0, 0.0], np.eye(2))
+    ratio = valley_excess(balanced, 1.0, [0.2, 0.1])[0] / valley_excess(balanced, 1.0, [0.1, 0.05])[0]
+    assert ratio == pytest.approx(64, rel=0.1)                       # sixth order at π+ = 1/2

@@ -120,3 +120,46 @@ def test_sample_prompts_shape_and_seed(mixture2d):
     P = mixture2d.sample_prompts(3, 5, 0)
     assert P.shape == (3, 5, 2)
     np.testing.assert_array_equal(P, mixture2d.sample_prompts(3, 5, 0))
+
+
+def _kappa_one_gaussian():
+    G = np.array([[1.0, 0.4], [0.4, 0.6]])
+    gm = GaussianMixture.gaussian([0.5, -0.5], G)
+    z, V = np.array([1.0, 0.5]), np.array([[1.0, 0.0], [0.5, 1.0]])
+    U0 = np.array([[1.0, 0.0], [0.3, 1.0]])
+    a0 = U0 @ z
+    return gm, z, U0 / np.sqrt(a0 @ G @ a0), V  # kappa = 1
+
+
+def test_exact_finite_prompt_error_against_monte_carlo():
+    """Proposition prop-01-exact: the exact L·E‖T_L − T‖² agrees with Monte Carlo at short prompts."""
+    from gmmlib.limits import finite_prompt_mse_exact, prompt_errors
+
+    gm, z, U, V = _kappa_one_gaussian()
+    for L in (2, 10, 50):
+        err = L * prompt_errors(gm, z, U, V, length=L, n_prompts=20000, rng=L)[:, 0]
+        exact = finite_prompt_mse_exact(gm, z, U, V, length=L)
+        assert abs(err.mean() - exact) < 4.5 * err.std() / np.sqrt(err.size)
+
+
+def test_exact_finite_prompt_error_limits():
+    """The exact error tends to C(z), its expansion gives C₁, it converges in n_points, and κ = 0 is exact."""
+    from gmmlib.limits import finite_prompt_mse_correction, finite_prompt_mse_exact
+
+    gm, z, U, V = _kappa_one_gaussian()
+    C, c1 = finite_prompt_mse(gm, z, U, V), finite_prompt_mse_correction(gm, z, U, V)
+    h = lambda L: L * (finite_prompt_mse_exact(gm, z, U, V, length=L) - C)
+    L = 20000
+    assert abs((2 * h(2 * L) - h(L)) / c1 - 1) < 1e-3
+    assert np.isclose(finite_prompt_mse_exact(gm, z, U, V, length=10**6), C + c1 / 10**6, rtol=1e-8)
+    a = finite_prompt_mse_exact(gm, z, U, V, length=30, n_points=120)
+    b = finite_prompt_mse_exact(gm, z, U, V, length=30, n_points=240)
+    assert np.isclose(a, b, rtol=1e-12)
+    # U = 0: uniform weights, the error of a plain mean is exactly tr(VΓVᵀ) at every L
+    assert np.isclose(finite_prompt_mse_exact(gm, z, 0 * U, V, length=7), np.trace(V @ gm.covs[0] @ V.T))
+    both = finite_prompt_mse_exact(gm, np.stack([z, -z]), U, V, length=30)
+    assert both.shape == (2,) and np.isclose(both[0], a, rtol=1e-12)
+    with pytest.raises(ValueError, match="single Gaussian"):
+        finite_prompt_mse_exact(GaussianMixture([0.5, 0.5], [[0, 0], [1, 1]], [np.eye(2)] * 2), z, U, V, length=5)
+    with pytest.raises(ValueError, match="length"):
+        finite_prompt_mse_exact(gm, z, U, V, length=1)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gmmlib import GaussianMixture
-from gmmlib.quadrature import expectation, gauss_hermite, gaussian_nodes, mixture_nodes
+from gmmlib.quadrature import expectation, gauss_hermite, gaussian_nodes, graded_normal_rule, mixture_nodes
 
 
 def test_moments_exact(mixture2d):
@@ -59,3 +59,34 @@ def test_attention_by_quadrature_matches_the_closed_form(mixture2d):
                                rtol=1e-11, atol=1e-12)
     with pytest.raises(ValueError, match="queries"):
         attention_by_quadrature(mixture2d, np.zeros((2, 3)), U, V)
+
+
+@pytest.mark.parametrize("sharpness", [0.5, 10.0, 1e3])
+def test_graded_rule_integrates_sharp_logistics(sharpness):
+    from scipy.integrate import quad
+    from scipy.special import expit
+
+    offset = 0.3
+    centre = -offset / sharpness
+    pieces = [quad(lambda z: np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi) * expit(offset + sharpness * z),
+                   lo, hi, epsabs=1e-15, epsrel=1e-12, limit=200)[0]       # split at the transition
+              for lo, hi in ((-12, centre - 40 / sharpness), (centre - 40 / sharpness, centre),
+                             (centre, centre + 40 / sharpness), (centre + 40 / sharpness, 12))]
+    ref = sum(pieces)
+    z, w = graded_normal_rule([-offset / sharpness], [np.pi / sharpness], 8)
+    assert w[0] @ expit(offset + sharpness * z[0]) == pytest.approx(ref, abs=1e-13)
+    # Gauss–Hermite with 80 nodes cannot follow the sharp ones
+    x, wh = gauss_hermite(80)
+    if sharpness > 5:
+        assert abs(wh @ expit(offset + sharpness * x[:, 0]) - ref) > 1e-6
+
+
+def test_graded_rule_shapes_and_mass():
+    z, w = graded_normal_rule(np.zeros((3, 2)), np.array([[0.1, np.nan]] * 3), 6)
+    assert z.shape == w.shape and z.shape[0] == 3
+    np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-13)
+    np.testing.assert_allclose((w * z**2).sum(axis=1), 1.0, atol=1e-12)   # the variance
+    with pytest.raises(ValueError, match="same shape"):
+        graded_normal_rule([0.0, 1.0], [0.1], 6)
+    with pytest.raises(ValueError, match="n_points"):
+        graded_normal_rule([0.0], [0.1], 0)

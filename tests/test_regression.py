@@ -18,18 +18,18 @@ SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
 
 
 def test_sample_prompts_shapes_and_labels():
-    batch = reg.sample_prompts(7, 5, SIGMA, 0)
+    batch = reg.sample_prompts(SIGMA, n_prompts=7, length=5, rng=0)
     assert batch.tokens.shape == (7, 5, 3) and batch.queries.shape == (7, 1, 3)
     assert batch.targets.shape == (7,) and batch.w.shape == (7, 2)
     np.testing.assert_allclose(batch.tokens[..., -1], np.einsum("bld,bd->bl", batch.tokens[..., :2], batch.w))
     np.testing.assert_allclose(batch.targets, np.einsum("bd,bd->b", batch.queries[:, 0, :2], batch.w))
     assert np.all(batch.queries[..., -1] == 0)
-    again = reg.sample_prompts(7, 5, SIGMA, 0)
+    again = reg.sample_prompts(SIGMA, n_prompts=7, length=5, rng=0)
     np.testing.assert_array_equal(batch.tokens, again.tokens)
 
 
 def test_sample_prompts_covariance_monte_carlo():
-    batch = reg.sample_prompts(20000, 2, SIGMA, 1)
+    batch = reg.sample_prompts(SIGMA, n_prompts=20000, length=2, rng=1)
     X = batch.tokens[..., :2].reshape(-1, 2)
     se = np.sqrt((SIGMA**2 + np.outer(np.diag(SIGMA), np.diag(SIGMA))) / X.shape[0])
     assert np.all(np.abs(X.T @ X / X.shape[0] - SIGMA) < 5 * se)
@@ -93,7 +93,7 @@ def test_finite_prompt_linear_risk_monte_carlo(L):
     rng = np.random.default_rng(6 + L)
     A, b = rng.normal(size=(2, 2)), 0.7
     U, V = reg.embed_parameters(A, b)
-    batch = reg.sample_prompts(40000, L, SIGMA, rng)
+    batch = reg.sample_prompts(SIGMA, n_prompts=40000, length=L, rng=rng)
     err = (linear_attention(batch.tokens, batch.queries, U, V)[:, 0, -1] - batch.targets) ** 2
     se = err.std() / np.sqrt(err.size)
     assert abs(err.mean() - reg.finite_prompt_linear_risk(A, b, SIGMA, L)) < 4.5 * se
@@ -152,14 +152,18 @@ def test_validation_errors():
         reg.population_risk(np.eye(3), 1.0, SIGMA)
     with pytest.raises(TypeError, match="b"):
         reg.population_risk(np.eye(2), "x", SIGMA)
-    with pytest.raises(ValueError, match="L"):
+    with pytest.raises(ValueError, match="length"):
         reg.finite_prompt_linear_risk(np.eye(2), 1.0, SIGMA, 0)
-    with pytest.raises(TypeError, match="L"):
+    with pytest.raises(TypeError, match="length"):
         reg.optimal_linear_map(SIGMA, 2.5)
+    with pytest.raises(ValueError, match="noise_std"):
+        reg.population_risk(np.eye(2), 1.0, SIGMA, noise_std=-1.0)
     with pytest.raises(ValueError, match="w"):
         reg.token_covariance(np.ones(3), SIGMA)
     with pytest.raises(ValueError, match="n_prompts"):
-        reg.sample_prompts(0, 3, SIGMA, 0)
+        reg.sample_prompts(SIGMA, n_prompts=0, length=3, rng=0)
+    with pytest.raises(TypeError):
+        reg.sample_prompts(7, 5, SIGMA, 0)  # the counts are keyword-only
 
 
 def test_head_limit_risk_matches_block_form_and_quadrature_order():
@@ -224,3 +228,58 @@ def test_softmax_family_constant_matches_general_formula(d):
     for bad in (0.0, 0.5, -0.1, [0.1, 0.7], np.nan):
         with pytest.raises(ValueError, match="c2"):
             reg.softmax_family_constant(bad, S)
+
+
+@pytest.mark.parametrize("L", [3, 20])
+def test_noisy_labels_finite_prompt_risk_monte_carlo(L):
+    """With label noise ξ the closed-form risk, its minimiser Γ*_L and the sampler agree."""
+    rng = np.random.default_rng(20 + L)
+    xi = 0.7
+    A, b = rng.normal(size=(2, 2)), 0.6
+    U, V = reg.embed_parameters(A, b)
+    batch = reg.sample_prompts(SIGMA, n_prompts=40000, length=L, rng=rng, noise_std=xi)
+    resid = batch.tokens[..., -1] - np.einsum("bld,bd->bl", batch.tokens[..., :2], batch.w)
+    assert abs(resid.std() - xi) < 0.01
+    err = (linear_attention(batch.tokens, batch.queries, U, V)[:, 0, -1] - batch.targets) ** 2
+    se = err.std() / np.sqrt(err.size)
+    assert abs(err.mean() - reg.finite_prompt_linear_risk(A, b, SIGMA, L, noise_std=xi)) < 4.5 * se
+    G = reg.optimal_linear_map(SIGMA, L, noise_std=xi)
+    f = lambda m: reg.finite_prompt_linear_risk(m.reshape(2, 2), 1.0, SIGMA, L, noise_std=xi)
+    res = minimize(f, np.zeros(4), method="BFGS", options={"gtol": 1e-12})
+    np.testing.assert_allclose(res.x.reshape(2, 2), G, atol=1e-6)
+    assert np.isclose(res.fun, reg.optimal_finite_prompt_linear_risk(SIGMA, L, noise_std=xi), rtol=1e-9)
+
+
+def test_noisy_labels_limits():
+    """Noise adds ξ² to the infinite-prompt risk and ξ² to the softmax constant's trace term."""
+    from gmmlib.limits import finite_prompt_mse
+
+    xi = 0.5
+    rng = np.random.default_rng(30)
+    A, b = 0.3 * rng.normal(size=(2, 2)), 0.9
+    U, V = reg.embed_parameters(A, b)
+    assert np.isclose(reg.head_limit_risk(U, V, SIGMA, noise_std=xi), reg.population_risk(A, b, SIGMA, xi))
+    assert np.isclose(reg.population_risk(A, b, SIGMA, xi) - reg.population_risk(A, b, SIGMA), xi**2)
+    n = 3000
+    w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
+    vals = np.array([finite_prompt_mse(reg.token_law(wi, SIGMA, xi), np.r_[x, 0.0], U, V[-1:])
+                     for wi, x in zip(w, xq)])
+    C = reg.softmax_variance_constant(A, b, SIGMA, noise_std=xi)
+    assert abs(vals.mean() - C) < 4 * vals.std() / np.sqrt(n)
+    c2 = 0.1
+    fam = reg.softmax_family_constant(c2, SIGMA, noise_std=xi)
+    general = reg.softmax_variance_constant(np.sqrt(c2) * np.linalg.inv(SIGMA), 1 / np.sqrt(c2), SIGMA, xi)
+    assert np.isclose(fam, general, rtol=1e-12)
+
+
+def test_head_map_is_the_odd_part_of_the_prediction():
+    """The prediction's part odd in w is wᵀΣPx_q with P = v_y U_xx + v_x u_yxᵀ (bA for a block head)."""
+    rng = np.random.default_rng(31)
+    A, b = rng.normal(size=(2, 2)), 0.8
+    np.testing.assert_allclose(reg.head_map(*reg.embed_parameters(A, b)), b * A)
+    U, V = rng.normal(size=(3, 3)), rng.normal(size=(1, 3))
+    P = reg.head_map(U, V)
+    w, xq = rng.normal(size=2), rng.normal(size=(4, 2))
+    queries = np.column_stack([xq, np.zeros(4)])
+    f = lambda w: softmax_attention_limit(reg.token_law(w, SIGMA), queries, U, V)[:, -1]
+    np.testing.assert_allclose((f(w) - f(-w)) / 2, xq @ P.T @ SIGMA @ w, rtol=1e-10, atol=1e-12)

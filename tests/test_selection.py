@@ -13,10 +13,13 @@ from gmmlib import GaussianMixture, linear_attention_limit, softmax_attention, s
 from gmmlib.denoising import bayes_denoiser
 from gmmlib.checks import replicate_mean_se
 from gmmlib.limits import component_linear_limits, shared_covariance_limit
+from gmmlib.attention import Head, PromptBatch
 from gmmlib.selection import (
+    LabelledPromptBatch,
     alignment_attention,
     alignment_attention_limit,
     bayes_scores,
+    decide,
     gaussian_kernel_log_alignment,
     linear_rule_accuracy,
     onehot_task,
@@ -142,14 +145,30 @@ def test_token_mixture_and_sampling():
     tm = token_mixture(gm, C)
     assert tm.dim == 5 and tm.n_components == 3
     np.testing.assert_array_equal(tm.covs[:, 2:, :], 0.0)
-    tokens, queries, comp = sample_prompts(gm, C, 4, 30, 7, 3)
-    assert tokens.shape == (4, 30, 5) and queries.shape == (4, 7, 5) and comp.shape == (4, 7)
-    np.testing.assert_array_equal(queries[..., 2:], 0.0)
-    assert np.all(tokens[..., 2:].sum(-1) == 1.0)
-    again = sample_prompts(gm, C, 4, 30, 7, 3)
-    np.testing.assert_array_equal(tokens, again[0])
-    t_tokens, t_queries, _ = sample_prompts(gm, C, 2, 5, 3, 0, as_torch=True)
-    assert isinstance(t_tokens, torch.Tensor) and t_tokens.dtype == torch.float64
+    batch = sample_prompts(gm, C, n_prompts=4, length=30, n_queries=7, rng=3)
+    assert isinstance(batch, PromptBatch) and isinstance(batch, LabelledPromptBatch)
+    assert batch.tokens.shape == (4, 30, 5) and batch.queries.shape == (4, 7, 5)
+    assert batch.components.shape == (4, 7) and batch.targets.shape == (4, 7, 3)
+    np.testing.assert_array_equal(batch.queries[..., 2:], 0.0)
+    assert np.all(batch.tokens[..., 2:].sum(-1) == 1.0)
+    np.testing.assert_array_equal(batch.targets, C[batch.components])
+    np.testing.assert_array_equal(decide(batch.targets), batch.components)
+    again = sample_prompts(gm, C, n_prompts=4, length=30, n_queries=7, rng=3)
+    np.testing.assert_array_equal(batch.tokens, again.tokens)
+    t = sample_prompts(gm, C, n_prompts=2, length=5, n_queries=3, rng=0, as_torch=True)
+    assert isinstance(t.tokens, torch.Tensor) and t.tokens.dtype == torch.float64
+    assert isinstance(t.targets, torch.Tensor) and isinstance(t.components, np.ndarray)
+    # the token law is the token mixture: label frequencies match the weights
+    big = sample_prompts(gm, C, n_prompts=1, length=200_000, n_queries=1, rng=1)
+    np.testing.assert_allclose(big.tokens[0, :, 2:].mean(axis=0), gm.weights, atol=5e-3)
+
+
+def test_decide_scalar_and_onehot():
+    assert np.array_equal(decide(np.array([[0.3], [-2.0]])), [1.0, -1.0])
+    assert np.array_equal(decide(np.array([[0.1, 0.7, 0.2], [0.5, 0.1, 0.4]])), [1, 0])
+    assert np.array_equal(decide(torch.tensor([[[-0.5]]])), [[-1.0]])
+    with pytest.raises(ValueError, match="readout"):
+        decide(np.zeros((3, 0)))
 
 
 @settings(max_examples=20, deadline=None)
@@ -248,7 +267,7 @@ def test_every_sign_rule_is_at_chance_on_xor(seed):
 
 
 def test_xor_closed_forms():
-    gm, C = xor_task(2.0, 0.5)
+    gm, C = xor_task(2.0, np.sqrt(0.5))
     X, k = gm.sample(5000, 1)
     np.testing.assert_allclose(xor_posterior_mean(X), gm.posterior(X) @ C[:, 0], atol=1e-12)
     t = 2.0 / np.sqrt(0.5)
@@ -276,12 +295,18 @@ def test_xor_bayes_accuracy_against_monte_carlo():
 
 def test_readout_construction_and_softmax_xor_readout():
     gm, C = xor_task()
-    U, V = readout_construction(0.5 * np.eye(2), 1)
+    head = readout_construction(0.5 * np.eye(2), 1)
+    assert isinstance(head, Head)
+    U, V = head
     np.testing.assert_allclose(U[:2, :2], 2 * np.eye(2))
     assert V.shape == (1, 3) and V[0, 2] == 1.0
     X = gm.sample(100, 2)[0]
     out = softmax_attention_limit(token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U, V)[:, 0]
     np.testing.assert_allclose(out, xor_posterior_mean(X), atol=1e-12)
+    # U -> omega U: the readout is tanh(4 omega x1) tanh(4 omega x2) (exercise ex-06-scale)
+    U3, V3 = readout_construction(0.5 * np.eye(2), 1, omega=3.0)
+    out3 = softmax_attention_limit(token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U3, V3)[:, 0]
+    np.testing.assert_allclose(out3, np.tanh(12 * X[:, 0]) * np.tanh(12 * X[:, 1]), atol=1e-12)
 
 
 def test_xor_linear_cross_moment_vanishes():
@@ -311,7 +336,7 @@ def test_validation_errors(mixture2d):
         alignment_attention(np.zeros((4, 2)), np.zeros(2), softmax_log_alignment(np.eye(2)), np.eye(3))
     with pytest.raises(ValueError, match="log_alignment"):
         alignment_attention(np.zeros((4, 2)), np.zeros(2), lambda Q, K: np.zeros((1, 1)), np.eye(2))
-    with pytest.raises(ValueError, match="bandwidth"):
+    with pytest.raises(ValueError, match="noise_std"):
         gaussian_kernel_log_alignment(0.0)
     with pytest.raises(ValueError, match="label_vectors"):
         token_mixture(mixture2d, np.eye(3))
@@ -323,7 +348,11 @@ def test_validation_errors(mixture2d):
         replicate_mean_se(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="offset"):
         xor_task(offset=-1.0)
-    with pytest.raises(TypeError, match="batch"):
-        sample_prompts(mixture2d, np.eye(2), 1.5, 3, 3, 0)
+    with pytest.raises(TypeError, match="n_prompts"):
+        sample_prompts(mixture2d, np.eye(2), n_prompts=1.5, length=3, n_queries=3, rng=0)
+    with pytest.raises(TypeError):
+        sample_prompts(mixture2d, np.eye(2), 1, 3, 3, 0)  # keywords only
+    with pytest.raises(ValueError, match="omega"):
+        readout_construction(np.eye(2), 1, omega=0.0)
     with pytest.raises(ValueError, match="shared"):
         bayes_scores(mixture2d)
