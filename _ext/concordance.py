@@ -28,6 +28,9 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
+from doctables import para as _para  # _ext/ is on the path of local extensions
+from doctables import table
+
 logger = logging.getLogger(__name__)
 
 STATUSES = ("reproduced", "extended", "differs", "not-covered")
@@ -141,35 +144,6 @@ def _resolve(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
     return None
 
 
-def _para(*children: nodes.Node | str) -> nodes.paragraph:
-    p = nodes.paragraph()
-    for c in children:
-        p += nodes.Text(c) if isinstance(c, str) else c
-    return p
-
-
-def _table(header: list[str], rows: list[list[nodes.Node]], widths: list[int]) -> nodes.table:
-    table = nodes.table(classes=["ledger-table", "concordance-table"])
-    group = nodes.tgroup(cols=len(header))
-    table += group
-    for w in widths:
-        group += nodes.colspec(colwidth=w)
-    thead = nodes.thead()
-    group += thead
-    row = nodes.row()
-    for h in header:
-        row += nodes.entry("", _para(h))
-    thead += row
-    tbody = nodes.tbody()
-    group += tbody
-    for cells in rows:
-        row = nodes.row()
-        for cell in cells:
-            row += nodes.entry("", cell)
-        tbody += row
-    return table
-
-
 def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     placeholders = list(doctree.findall(concordance_placeholder))
     if not placeholders:
@@ -202,8 +176,8 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
                 status = _para(STATUS_TEXT[r["status"]] if r else "no row")
                 note = _para(r["note"] if r else "")
                 table_rows.append([_para(f"{item['name']}: {item['title']}"), where, status, note])
-        section += _table(["in the paper", "in the book", "status", "what the book does"], table_rows,
-                          [26, 20, 12, 42])
+        section += table(["in the paper", "in the book", "status", "what the book does"], table_rows,
+                         [26, 20, 12, 42], classes=("ledger-table", "concordance-table"))
         content.append(section)
     for ph in placeholders:
         ph.replace_self(content)

@@ -32,6 +32,9 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
+from doctables import para as _para  # _ext/ is on the path of local extensions
+from doctables import table
+
 logger = logging.getLogger(__name__)
 
 LEDGER_ENV = "GMMLIB_LEDGER_DIR"
@@ -158,35 +161,6 @@ def _chapter_entries(app: Sphinx) -> dict[str, list[dict[str, Any]]]:
     return dict(sorted(grouped.items()))
 
 
-def _para(*children: nodes.Node | str) -> nodes.paragraph:
-    p = nodes.paragraph()
-    for c in children:
-        p += nodes.Text(c) if isinstance(c, str) else c
-    return p
-
-
-def _table(header: list[str], rows: list[list[nodes.Node | str]], widths: list[int]) -> nodes.table:
-    table = nodes.table(classes=["ledger-table"])
-    group = nodes.tgroup(cols=len(header))
-    table += group
-    for w in widths:
-        group += nodes.colspec(colwidth=w)
-    thead = nodes.thead()
-    group += thead
-    row = nodes.row()
-    for h in header:
-        row += nodes.entry("", _para(h))
-    thead += row
-    tbody = nodes.tbody()
-    group += tbody
-    for cells in rows:
-        row = nodes.row()
-        for cell in cells:
-            row += nodes.entry("", cell if isinstance(cell, nodes.paragraph) else _para(cell))
-        tbody += row
-    return table
-
-
 def _claim_link(app: Sphinx, fromdoc: str, label: str, chapter_doc: str) -> nodes.Node:
     claims = _claims(app)
     builder = app.builder
@@ -215,7 +189,7 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     n_pass = sum(bool(e["passed"]) for e in all_entries)
 
     content: list[nodes.Node] = []
-    summary = _table(
+    summary = table(
         ["chapter", "checks", "passed", "claims checked", "claims with a note instead"],
         [
             [make_refnode(app.builder, docname, doc, "", nodes.Text(app.env.titles[doc].astext()))
@@ -267,7 +241,7 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
                 e["why"],
                 control_cell,
             ])
-        section += _table(["claim", "what is compared — how the reference was obtained", "result",
+        section += table(["claim", "what is compared — how the reference was obtained", "result",
                            "why this tolerance", "negative control: the wrong answer it rejects"],
                           rows, [12, 28, 22, 18, 20])
         content.append(section)

@@ -823,6 +823,23 @@ def _loss_grad(U: np.ndarray, V: np.ndarray, log_w: np.ndarray, M: np.ndarray, S
     return loss, grad_U, grad_V
 
 
+def _squared_error_problem(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target: Any,
+                           weights: Any) -> tuple[np.ndarray, ...]:
+    """Validated ``(U, V, log π, means, S, Z, target, weights)``: the arguments of :func:`_loss_grad`."""
+    prompt_law = check_mixture(prompt_law, "prompt_law")
+    S = _shared_covariance(prompt_law)
+    d = prompt_law.dim
+    U, V = _stack_heads(heads, d)
+    Zarr = check_points(Z, d, "Z")
+    Y = check_matrix(target, "target", (Zarr.shape[0], V.shape[1]))
+    w = np.full(Zarr.shape[0], 1.0 / Zarr.shape[0]) if weights is None else as_float_array(weights, "weights", 1)
+    if w.shape != (Zarr.shape[0],):
+        raise ValueError(f"weights must have shape ({Zarr.shape[0]},), got {w.shape}")
+    with np.errstate(divide="ignore"):
+        log_w = np.log(prompt_law.weights)
+    return U, V, log_w, prompt_law.means, S, Zarr, Y, w
+
+
 def heads_squared_error(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target: Any,
                         weights: Any = None) -> tuple[float, np.ndarray, np.ndarray]:
     r"""Weighted squared error of a sum of heads on a shared-covariance mixture prompt, and its gradient.
@@ -847,18 +864,8 @@ def heads_squared_error(prompt_law: GaussianMixture, heads: Sequence[Any], Z: An
     grad_U : ndarray, shape (H, d, d)
     grad_V : ndarray, shape (H, p, d)
     """
-    prompt_law = check_mixture(prompt_law, "prompt_law")
-    S = _shared_covariance(prompt_law)
-    d = prompt_law.dim
-    U, V = _stack_heads(heads, d)
-    Zarr = check_points(Z, d, "Z")
-    Y = check_matrix(target, "target", (Zarr.shape[0], V.shape[1]))
-    w = np.full(Zarr.shape[0], 1.0 / Zarr.shape[0]) if weights is None else as_float_array(weights, "weights", 1)
-    if w.shape != (Zarr.shape[0],):
-        raise ValueError(f"weights must have shape ({Zarr.shape[0]},), got {w.shape}")
-    with np.errstate(divide="ignore"):
-        log_w = np.log(prompt_law.weights)
-    return _loss_grad(U, V, log_w, prompt_law.means, S, Zarr, Y, w)
+    problem = _squared_error_problem(prompt_law, heads, Z, target, weights)
+    return _loss_grad(*problem)
 
 
 def online_sgd_heads(
@@ -970,21 +977,13 @@ def fit_heads(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target:
     """
     from scipy.optimize import minimize
 
-    prompt_law = check_mixture(prompt_law, "prompt_law")
-    S = _shared_covariance(prompt_law)
-    d = prompt_law.dim
-    U0, V0 = _stack_heads(heads, d)
-    Zarr = check_points(Z, d, "Z")
-    Y = check_matrix(target, "target", (Zarr.shape[0], V0.shape[1]))
-    w = np.full(Zarr.shape[0], 1.0 / Zarr.shape[0]) if weights is None else as_float_array(weights, "weights", 1)
+    U0, V0, *data = _squared_error_problem(prompt_law, heads, Z, target, weights)
     check_positive(max_iter, "max_iter", integer=True)
-    with np.errstate(divide="ignore"):
-        log_w = np.log(prompt_law.weights)
     split = U0.size
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         U, V = theta[:split].reshape(U0.shape), theta[split:].reshape(V0.shape)
-        loss, gU, gV = _loss_grad(U, V, log_w, prompt_law.means, S, Zarr, Y, w)
+        loss, gU, gV = _loss_grad(U, V, *data)
         return loss, np.concatenate([gU.ravel(), gV.ravel()])
 
     history: list[float] = []

@@ -90,6 +90,7 @@ __all__ = [
     "minimiser_distances",
     "valley_excess",
     "zeta_sequence",
+    "sgd_excess_floor",
 ]
 
 
@@ -1011,3 +1012,46 @@ def zeta_sequence(model: LDAModel, c: Any, rho: float) -> EffectiveParams:
     w_star, b_star = model.bayes_params()
     q = model.pi_pos
     return EffectiveParams(w_star - q * (1 - q) * c, b_star - q * rho, float(rho), c / rho)
+
+
+def sgd_excess_floor(model: LDAModel, theta: AttentionParams, lr: float, batch: int, rng: Any,
+                     n_samples: int = 50_000) -> float:
+    r"""The stationary excess risk of constant-step SGD on fresh batches near a Bayes minimiser.
+
+    Implements remark rem-05-sgd-floor of Chapter 5. At a minimiser with :math:`f_\theta = f^\star`
+    the logistic model is well specified, so the covariance of one sample's gradient equals the
+    Hessian, :math:`\operatorname{Cov}\nabla_\theta\ell = H = \mathbb E[\sigma'(f)\,\nabla_\theta f\,\nabla_\theta f^\top]`
+    (the term with :math:`\nabla^2_\theta f` has mean zero there). Linearised, SGD with step
+    :math:`\eta` and batches of :math:`B` is :math:`\delta_{k+1} = (I - \eta H)\delta_k - \eta\xi_k`,
+    :math:`\operatorname{Cov}\xi_k = H/B`; its stationary covariance :math:`P` solves
+    :math:`HP + PH - \eta HPH = (\eta/B)H`, so on each eigenvector of :math:`H`,
+    :math:`P = \eta/(B(2 - \eta\lambda))`, and
+
+    .. math::
+
+        \mathbb E[R(\theta_k) - R^\star] \approx \tfrac12\operatorname{tr}(HP)
+        = \frac{\eta}{4B}\sum_i\frac{\lambda_i}{1 - \eta\lambda_i/2}.
+
+    The eigenvalues :math:`\lambda_i > 0` of :math:`H = J^\top F J` (:math:`J` the Jacobian of
+    :func:`attention_jacobian`, :math:`F = \mathbb E[\sigma'(f)\,g g^\top]`, :math:`g = \nabla_{(w,b,r,s)}f`)
+    are those of :math:`F^{1/2}JJ^\top F^{1/2}`; :math:`F` is estimated by Monte Carlo on
+    ``n_samples`` draws from ``rng`` (a relative error of order :math:`n^{-1/2}`).
+    """
+    model = _check_model(model)
+    lr = check_positive(lr, "lr")
+    batch = check_positive(batch, "batch", integer=True)
+    n_samples = check_positive(n_samples, "n_samples", integer=True)
+    eff = effective_params(model, theta)
+    X, _ = model.sample(n_samples, rng)
+    gate = expit(model.s0 + X @ eff.s)
+    f = X @ eff.w + eff.b + eff.r * gate
+    g = np.hstack([X, np.ones((n_samples, 1)), gate[:, None], (eff.r * gate * (1 - gate))[:, None] * X])
+    p = expit(f)
+    F = (g * (p * (1 - p))[:, None]).T @ g / n_samples
+    J = attention_jacobian(model, theta)
+    vals, vecs = np.linalg.eigh(F)
+    root = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
+    lam = np.clip(np.linalg.eigvalsh(root @ J @ J.T @ root), 0.0, None)
+    if np.any(lr * lam >= 2.0):
+        raise ValueError(f"lr = {lr:g} is unstable here: lr·λ_max = {lr * lam.max():.3g} ≥ 2")
+    return float(lr / (4 * batch) * np.sum(lam / (1 - lr * lam / 2)))

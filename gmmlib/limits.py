@@ -215,10 +215,12 @@ def effective_sample_fraction(mixture: GaussianMixture, queries: Any, U: Any) ->
     return float(out[0]) if single else out
 
 
-def _exp_ratio(log_ratio: np.ndarray) -> np.ndarray:
-    r""":math:`e^{\Lambda(ka) - k\Lambda(a)}`, refused with a ValueError where it overflows."""
-    with np.errstate(over="ignore"):
-        out = np.exp(log_ratio)
+def _exp_ratio(log_ratio: np.ndarray, factor: Any = 1.0) -> np.ndarray:
+    r""":math:`e^{\Lambda(ka) - k\Lambda(a)}\cdot\mathrm{factor}`, formed in log space and refused with a
+    ValueError where the product overflows (a finite ratio times a large factor can)."""
+    f = np.broadcast_to(np.asarray(factor, dtype=float), np.shape(log_ratio))
+    with np.errstate(over="ignore", divide="ignore"):
+        out = np.sign(f) * np.exp(log_ratio + np.log(np.abs(f)))
     if not np.all(np.isfinite(out)):
         worst = float(np.max(log_ratio))
         raise ValueError(f"the finite-prompt error law overflows the float range (Λ(2a) − 2Λ(a) = {worst:.3g}): "
@@ -260,7 +262,7 @@ def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) ->
     Q, U, V, single = _check_inputs(mixture, queries, U, V)
     T = softmax_attention_limit(mixture, Q, U, V)
     log_ratio, spread, _ = _tilted_spread(mixture, Q @ U.T, 2.0, T, V)
-    out = _exp_ratio(log_ratio) * spread
+    out = _exp_ratio(log_ratio, spread)
     return float(out[0]) if single else out
 
 
@@ -293,10 +295,11 @@ def finite_prompt_mse_correction(mixture: GaussianMixture, queries: Any, U: Any,
     T = softmax_attention_limit(mixture, Q, U, V)
     lr2, spread2, bias2 = _tilted_spread(mixture, A, 2.0, T, V)
     lr3, spread3, _ = _tilted_spread(mixture, A, 3.0, T, V)
-    C = _exp_ratio(lr2) * spread2
-    third = _exp_ratio(lr3) * spread3
-    var_w = np.expm1(lr2)
-    cross = _exp_ratio(2.0 * lr2) * np.sum(bias2**2, axis=-1)
+    C = _exp_ratio(lr2, spread2)
+    third = _exp_ratio(lr3, spread3)
+    with np.errstate(over="ignore"):  # an overflow here is refused with the sum below
+        var_w = np.expm1(lr2)
+    cross = _exp_ratio(2.0 * lr2, np.sum(bias2**2, axis=-1))
     with np.errstate(over="ignore", invalid="ignore"):
         out = -2.0 * (third - C) + 3.0 * (C * var_w + 2.0 * cross)
     if not np.all(np.isfinite(out)):

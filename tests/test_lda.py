@@ -32,6 +32,7 @@ from gmmlib.lda import (
     minimiser_distances,
     population_risk,
     population_risk_grad,
+    sgd_excess_floor,
     valley_excess,
     zeta_sequence,
 )
@@ -394,3 +395,24 @@ def test_valley_excess_is_the_refitted_excess_to_second_order():
     balanced = LDAModel(0.5, [1.0, 0.0], [-1.0, 0.0], np.eye(2))
     ratio = valley_excess(balanced, 1.0, [0.2, 0.1])[0] / valley_excess(balanced, 1.0, [0.1, 0.05])[0]
     assert ratio == pytest.approx(64, rel=0.1)                       # sixth order at π+ = 1/2
+
+
+def test_sgd_excess_floor_is_the_hessian_trace_formula():
+    """(η/4B) Σ λ/(1 − ηλ/2) with the λ of a finite-difference Hessian of the quadrature risk."""
+    model = LDAModel(0.6, np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.eye(2))
+    theta = construction_r0(model, s=np.array([0.7, -0.4]))
+    x0 = theta.vector()
+
+    def grad(x):
+        return attention_risk_grad(model, AttentionParams.from_vector(x, 2), 40)[1].vector()
+
+    h = 1e-5
+    H = np.stack([(grad(x0 + h * e) - grad(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
+    lam = np.clip(np.linalg.eigvalsh((H + H.T) / 2), 0.0, None)
+    expected = 0.05 / (4 * 32) * np.sum(lam / (1 - 0.05 * lam / 2))
+    floor = sgd_excess_floor(model, theta, 0.05, 32, np.random.default_rng(0), n_samples=400_000)
+    assert floor == pytest.approx(expected, rel=0.02)   # Monte Carlo error of F, ~n^(-1/2)
+    with pytest.raises(ValueError, match="unstable"):
+        sgd_excess_floor(model, theta, 1e3, 32, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="batch"):
+        sgd_excess_floor(model, theta, 0.05, 3.5, np.random.default_rng(0))
