@@ -9,7 +9,9 @@ that in the build too
   wall-clock limit (the Sphinx option ``nb_execution_notebook_timeout``, default 600 s);
 * a limit that fires, or a failing cell, fails the build with a message naming the notebook,
   the cell (index and first line) and whether the kernel was idle (a stall) or busy (too slow);
-* the kernels run with ``GMMLIB_HEADLESS=1``: no front end is attached to them.
+* the kernels run with ``GMMLIB_HEADLESS=1``: no front end is attached to them;
+* a cell that replies "ok" but whose output shows a traceback (an exception raised while its
+  display was formatted, such as a figure whose label does not parse) fails the build too.
 """
 
 from __future__ import annotations
@@ -45,10 +47,14 @@ def limited_execution(nb, cwd, timeout, allow_errors, meta_override=True, record
     start = time.perf_counter()
     try:
         client.execute(env=nbrun.kernel_env(), cwd=cwd)
+        found = [] if allow_errors else nbrun.error_outputs(nb)
+        if found:  # a cell that replied "ok" but shows a traceback (e.g. its figure failed to draw)
+            raise CellExecutionError(nbrun.display_error_message(name, nb, found), "DisplayError", found[0][1])
     except CellTimeoutError as err:
         error, exc_string = err, "".join(traceback.format_exc())
     except CellExecutionError as err:
-        named = CellExecutionError(f"{client.where()}: {err.ename}: {err.evalue}\n{err}", err.ename, err.evalue)
+        where = "" if err.ename == "DisplayError" else f"{client.where()}: {err.ename}: {err.evalue}\n"
+        named = CellExecutionError(f"{where}{err}", err.ename, err.evalue)
         error, exc_string = named, "".join(traceback.format_exc())
     return ExecutionResult(nb, cwd, time.perf_counter() - start, error, exc_string)
 

@@ -197,6 +197,28 @@ class Outcome:
         return self.status == "ok"
 
 
+def error_outputs(nb: nbformat.NotebookNode) -> list[tuple[int, str]]:
+    """The cells whose outputs hold an error, as ``(index, "Name: message")``.
+
+    A cell can reply "ok" and still show a traceback: an exception raised while its *display*
+    is formatted (a figure whose mathtext label does not parse, say) is reported as an error
+    output, not as a failed cell, so nbclient does not raise and the figure is missing.
+    """
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                found.append((i, f"{out.get('ename', '?')}: {first_line(str(out.get('evalue', '')), 200)}"))
+    return found
+
+
+def display_error_message(name: str, nb: nbformat.NotebookNode, found: list[tuple[int, str]]) -> str:
+    """One line naming the first cell with an error output (and how many there are)."""
+    i, what = found[0]
+    more = f" (and {len(found) - 1} more cell(s))" if len(found) > 1 else ""
+    return f"{name}, {cell_label(nb, i)}: its output shows an error{more}: {what}"
+
+
 def kernel_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a kernel started here: this process's, ``env``, and ``GMMLIB_HEADLESS=1``."""
     return {**os.environ, **(env or {}), HEADLESS_ENV: "1"}
@@ -234,6 +256,10 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
         status, message = "crashed", f"{client.where()}: {type(exc).__name__}: {first_line(str(exc), 300)}"
     elapsed = time.perf_counter() - start
     stop.set()
+    found = error_outputs(nb) if status == "ok" else []
+    if found:
+        status, message = "failed", display_error_message(name, nb, found)
+        client.current = found[0][0]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, out_dir / path.name)

@@ -171,3 +171,27 @@ def test_seeds_table_names_the_failed_claims(tmp_path):
     cells = {("ch", 1): {"verdict": "pass"}, ("ch", 2): {"verdict": "FAIL: a | b"}}
     table = seeds.markdown(["ch"], [1, 2], cells)
     assert "| ch | pass | FAIL: a \\| b |" in table
+
+
+BAD_FIGURE = ("import matplotlib.pyplot as plt\nplt.plot([0, 1])\n"
+              "plt.title(r'$\\mathcal S$')   # mathtext wants \\mathcal{S}: drawing the figure fails\nplt.show()")
+
+
+def test_a_figure_that_fails_to_draw_fails_the_run_and_is_named(tmp_path):
+    """The cell replies "ok" (the error is raised while its display is formatted), but its
+    output is a traceback and the figure is missing: the runners and the build must fail."""
+    path = _notebook(tmp_path, "figure.ipynb", "x = 1", BAD_FIGURE)
+    outcome = nbrun.execute(path)
+    assert outcome.status == "failed" and outcome.cell == 2
+    assert "figure.ipynb, cell 2 (`import matplotlib.pyplot as plt`): its output shows an error" in outcome.message
+    pytest.importorskip("myst_nb")
+    ext = _load("execution_limits", "_ext")
+    ext._STATE["path"] = path
+    try:
+        result = ext.limited_execution(nbformat.read(path, as_version=4), cwd=str(tmp_path), timeout=60,
+                                       allow_errors=False)
+    finally:
+        ext._STATE["path"] = None
+    assert "figure.ipynb, cell 2" in str(result.err) and "its output shows an error" in str(result.err)
+    good = _notebook(tmp_path, "good_figure.ipynb", BAD_FIGURE.replace("\\mathcal S", "\\mathcal{S}"))
+    assert nbrun.execute(good).ok
