@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
 
 from gmmlib import GaussianMixture
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def load_repo_module(folder: str, name: str) -> ModuleType:
+    """Import ``REPO/folder/name.py`` (a script or a Sphinx extension, not a package) as ``name``."""
+    spec = importlib.util.spec_from_file_location(name, REPO / folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def random_spd(rng: np.random.Generator, d: int, scale: float = 1.0) -> np.ndarray:

@@ -6,12 +6,13 @@ cross-reference resolves.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+
+from .conftest import load_repo_module
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -21,11 +22,7 @@ PAGES = sorted(p for p in BOOK.rglob("*") if p.suffix in {".ipynb", ".md"}
 
 
 def _load_sync_script():
-    path = ROOT / "scripts" / "sync_setup_cells.py"
-    spec = importlib.util.spec_from_file_location("sync_setup_cells", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_repo_module("scripts", "sync_setup_cells")
 
 
 def _toc_files(node) -> list[str]:

@@ -101,12 +101,8 @@ def test_prompt_errors_and_correction_against_monte_carlo():
     # kappa = 1 Gaussian prompt: L * MSE at L = 300 should match C + c1 / L within 4 standard errors.
     from gmmlib.limits import finite_prompt_mse_correction, prompt_errors
 
-    G = np.array([[1.0, 0.4], [0.4, 0.6]])
-    gm = GaussianMixture.gaussian([0.5, -0.5], G)
-    z, V = np.array([1.0, 0.5]), np.array([[1.0, 0.0], [0.5, 1.0]])
-    U0 = np.array([[1.0, 0.0], [0.3, 1.0]])
-    a0 = U0 @ z
-    U = U0 / np.sqrt(a0 @ G @ a0)  # kappa = 1
+    gm, z, U, V = _kappa_one_gaussian()
+    G = gm.covs[0]
     L = 300
     err = L * prompt_errors(gm, z, U, V, length=L, n_prompts=3000, rng=4)[:, 0]
     C, c1 = finite_prompt_mse(gm, z, U, V), finite_prompt_mse_correction(gm, z, U, V)

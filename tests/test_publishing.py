@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -22,17 +21,15 @@ import nbformat
 import pytest
 import yaml
 
+from .conftest import load_repo_module
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def _sync():
-    path = ROOT / "scripts" / "sync_setup_cells.py"
-    spec = importlib.util.spec_from_file_location("sync_setup_cells", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_repo_module("scripts", "sync_setup_cells")
 
 
 def _version() -> str:

@@ -5,7 +5,6 @@ Each test starts a real kernel (about 2 s) on a tiny temporary notebook.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,15 +15,13 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from .conftest import load_repo_module
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load(name: str, folder: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_repo_module(folder, name)
 
 
 nbrun = _load("nbrun", "scripts")
