@@ -11,7 +11,7 @@ quadrature : Gauss–Hermite expectations under Gaussians and mixtures
 regression : in-context linear regression (Chapter 2)
 selection  : query-dependent selection: alignment decomposition, multi-class and XOR tasks (Chapters 3, 6)
 lda        : classification with one head, its landscape and training (Chapters 4, 5)
-denoising  : the Bayes denoiser and its attention constructions (Chapters 7–9)
+denoising  : the Bayes denoiser and its attention constructions (Chapters 8–9)
 checks     : the ledger of numerical checks behind every claim, with their negative controls
 seeding    : one base seed for the book and named random streams
 training   : the one training loop
@@ -33,4 +33,4 @@ __all__ = [
 # The book's edition: the ONE place the version is written. pyproject.toml reads it
 # (setuptools dynamic version); CITATION.cff, CHANGELOG.md and the notebooks' setup cells
 # (`make sync`: gmmlib installed at the tag v<version>) must agree (tests/test_publishing.py).
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"

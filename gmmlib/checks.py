@@ -4,9 +4,14 @@ Every check cell of the book goes through a :class:`Ledger`, one per chapter::
 
     from gmmlib.checks import Ledger
     ledger = Ledger("01_infinite_prompt_limit")
-    ledger.within_se(estimate, reference, se, k=4, claim="thm-clt",
-                     what="L·MSE at κ = 1", method="Monte Carlo, 400 prompts",
-                     control=Control("the constant without its e^κ", wrong_reference))
+    ledger.within_se(C_claimed, monte_carlo_mean(samples), claim="thm-clt",
+                     what="L·MSE at κ = 1",
+                     control=Control("the constant without its e^κ", C_wrong))
+
+One argument order everywhere: **the value the text claims first, the independent evidence
+second** (an :class:`Estimate`, or a number with its tolerance). A control is a plausible
+wrong *claim*: by default it replaces the first argument, and the very same comparison must
+reject it. A check displays its verdict and returns nothing.
 
 Each check
 
@@ -16,6 +21,10 @@ Each check
   control must fail, and the margin by which it is rejected is recorded. A control that
   passes fails the check: the test has no power against that wrong answer.
 
+* reports, when its evidence is random, the smallest relative error of the claim it could
+  detect (``CheckResult.detectable``); a random check that cannot see a 10 % error
+  (:data:`MAX_DETECTABLE`) fails: add replicates, or make the cell an illustration outside
+  the ledger,
 * prints a one-line verdict when it holds,
 * raises :class:`CheckFailed` (an ``AssertionError``) with a readable message when it does
   not, so that the executed build fails,
@@ -44,7 +53,9 @@ __all__ = [
     "Estimate",
     "Ledger",
     "converged_quadrature",
+    "MAX_DETECTABLE",
     "find_book_root",
+    "glue",
     "monte_carlo_mean",
     "replicate_mean_se",
     "replicates",
@@ -52,6 +63,8 @@ __all__ = [
 ]
 
 LEDGER_ENV = "GMMLIB_LEDGER_DIR"
+#: A check from random draws must detect a relative error of the claim this large (10 %).
+MAX_DETECTABLE = 0.10
 #: The relative address of the verification ledger page from a chapter's page.
 LEDGER_PAGE = "ledger.html"
 
@@ -70,11 +83,9 @@ class Control:
         What the wrong answer is, in words ("c₁ = 0", "the gate tilted by a instead of 2a").
     value : scalar or array_like
         The wrong answer, of the same shape as what it replaces.
-    replaces : {"reference", "value", "bound"} or None
+    replaces : {"value", "reference", "bound"} or None
         Which argument of the check the wrong answer takes the place of. By default the
-        *reference* for :meth:`Ledger.close` and :meth:`Ledger.within_se` (the claimed value
-        is usually the reference) and the *value* for :meth:`Ledger.below` and
-        :meth:`Ledger.above`.
+        *value*: the claim, the first argument of every check.
     """
 
     name: str
@@ -119,6 +130,16 @@ class Estimate:
     se: np.ndarray | None = None
     k: float | None = None
 
+    def __getitem__(self, index: Any) -> "Estimate":
+        """The estimate of some entries (``est[0]``, ``est[:, 1]``), with their errors and standard errors."""
+        def pick(x: Any) -> Any:
+            if x is None:
+                return None
+            arr = np.asarray(x, dtype=np.float64)
+            return arr if arr.ndim == 0 else np.broadcast_to(arr, np.shape(self.value))[index]
+        return Estimate(np.asarray(self.value)[index], pick(self.error), self.why, self.method,
+                        pick(self.se), self.k)
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -138,6 +159,7 @@ class CheckResult:
     n_compared: int = 1
     controls: tuple = ()
     index: int = 0
+    detectable: float | None = None
 
     @property
     def anchor(self) -> str:
@@ -152,6 +174,11 @@ class CheckResult:
             f"{'rejects' if c['rejected'] else 'DOES NOT REJECT'} {c['name']} ({c['margin']})"
             for c in self.controls
         )
+
+    @property
+    def random(self) -> bool:
+        """Whether the evidence came from random draws (then ``detectable`` is set)."""
+        return self.detectable is not None
 
     def verdict(self) -> str:
         """The one-line verdict printed under a check cell (the ledger holds the rest)."""
@@ -248,6 +275,12 @@ def _controls(control: Any) -> list[Control]:
 class Ledger:
     """The checks of one chapter.
 
+    Every check takes **the claim first** (the value the text states: a closed form, a
+    construction's output, a predicted rate) and **the independent evidence second** (an
+    :class:`Estimate` from quadrature, Monte Carlo, training or another library, or a number
+    with an explicit tolerance). Controls replace the claim by default. A check displays its
+    one-line verdict, records it, and returns nothing; ``entries`` holds the results.
+
     Parameters
     ----------
     chapter : str
@@ -256,13 +289,14 @@ class Ledger:
         Where to write ``<chapter>.json``. By default ``$GMMLIB_LEDGER_DIR`` if set, else
         ``_build/ledger`` under the book's root, else nowhere (in memory only).
     require_control : bool
-        Refuse a check that names no :class:`Control` (the book's chapters always pass one).
+        Refuse a check that names no :class:`Control` (default; the book's chapters always
+        pass one). ``False`` only for scratch work outside the book.
     """
 
     chapter: str
     directory: str | os.PathLike | None = None
     entries: list[CheckResult] = field(default_factory=list)
-    require_control: bool = False  # TODO(lead): True once every chapter names its controls
+    require_control: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.chapter, str) or not self.chapter:
@@ -284,6 +318,13 @@ class Ledger:
             return None
         return Path(self.directory) / f"{self.chapter}.json"
 
+    @property
+    def last(self) -> CheckResult:
+        """The most recent check's result."""
+        if not self.entries:
+            raise IndexError("no check has been recorded yet")
+        return self.entries[-1]
+
     def _write(self) -> None:
         path = self.path
         if path is None:
@@ -293,30 +334,38 @@ class Ledger:
         tmp.write_text(json.dumps([asdict(e) for e in self.entries], indent=1))
         tmp.replace(path)
 
-    def _record(self, result: CheckResult) -> CheckResult:
+    def _record(self, result: CheckResult) -> None:
         result = CheckResult(**{**asdict(result), "index": len(self.entries) + 1})
         self.entries.append(result)
         self._write()
         _show(result)
-        if not result.passed:
-            weak = [c["name"] for c in result.controls if not c["rejected"]]
-            if weak:
-                raise CheckFailed(
-                    f"The check of [{result.claim}] in chapter {result.chapter} cannot tell the claim from "
-                    f"a wrong answer: {result.what} would pass with {', '.join(weak)} too "
-                    f"({result.control_summary()}). Redesign the check so that it has power against it."
-                )
+        if result.passed:
+            return
+        weak = [c["name"] for c in result.controls if not c["rejected"]]
+        if weak:
             raise CheckFailed(
-                f"The claim [{result.claim}] was not confirmed in chapter {result.chapter}: "
-                f"{result.what}: {result.comparison}. Tolerance: {result.why}. Method: {result.method}."
+                f"The check of [{result.claim}] in chapter {result.chapter} cannot tell the claim from "
+                f"a wrong answer: {result.what} would pass with {', '.join(weak)} too "
+                f"({result.control_summary()}). Redesign the check so that it has power against it."
             )
-        return result
+        if result.detectable is not None and result.detectable > MAX_DETECTABLE and "≤" in result.comparison:
+            raise CheckFailed(
+                f"The check of [{result.claim}] in chapter {result.chapter} is too weak: {result.what} "
+                f"could not detect a relative error of the claim below {result.detectable:.1%} "
+                f"(the book asks for {MAX_DETECTABLE:.0%}). Add replicates, or show the cell as an "
+                "illustration outside the ledger."
+            )
+        raise CheckFailed(
+            f"The claim [{result.claim}] was not confirmed in chapter {result.chapter}: "
+            f"{result.what}: {result.comparison}. Tolerance: {result.why}. Method: {result.method}."
+        )
 
     def _need_control(self, controls: list[Control]) -> None:
         if self.require_control and not controls:
             raise TypeError(
-                "every check needs control=Control(name, wrong_value): a plausible wrong answer that the "
-                "same comparison must reject (pass require_control=False to Ledger only outside the book)"
+                "every check needs control=Control(name, wrong_claim): a plausible wrong answer (a dropped "
+                "term, a factor of 2, a transposed matrix, the rival prediction) that the same comparison "
+                "must reject"
             )
 
     @staticmethod
@@ -326,8 +375,47 @@ class Ledger:
         return value
 
     @staticmethod
-    def _finish(passed: bool, controls: list[dict[str, Any]]) -> bool:
-        return passed and all(c["rejected"] for c in controls)
+    def _apply_controls(controls: list[Control], sides: tuple[str, ...], shape: tuple,
+                        run: Any) -> list[dict[str, Any]]:
+        """Apply the check's own test to each control; ``run(side, wrong)`` returns (rejected, value, margin)."""
+        recorded = []
+        for c in controls:
+            side = c.replaces or "value"
+            if side not in sides:
+                raise ValueError(f"control {c.name!r}: this check can replace {' or '.join(map(repr, sides))}, "
+                                 f"not {side!r}")
+            wrong = np.broadcast_to(_array(c.value, f"control {c.name!r}"), shape)
+            rejected, shown, margin = run(side, wrong)
+            recorded.append({"name": c.name, "replaces": side, "value": shown, "rejected": bool(rejected),
+                             "margin": margin})
+        return recorded
+
+    def _finish(self, claim: str, what: str, method: Any, why: Any, passed: bool, value: float,
+                reference: float, error: float, tolerance: float, comparison: str, n: int,
+                recorded: list[dict[str, Any]], detectable: float | None = None) -> None:
+        powerful = detectable is None or detectable <= MAX_DETECTABLE
+        if detectable is not None:
+            comparison += f"; detects a {detectable:.1%} error"
+        self._record(CheckResult(
+            self.chapter, self._text(claim, "claim"), self._text(what, "what"), value, reference, error,
+            tolerance, comparison, self._text(method, "method"), self._text(why, "why"),
+            passed and powerful and all(c["rejected"] for c in recorded), n, tuple(recorded),
+            detectable=detectable))
+
+    @staticmethod
+    def _detectable(value: np.ndarray, evidence: np.ndarray, half_width: np.ndarray,
+                    scale: Any) -> float:
+        r"""The smallest relative error of the claim this check rejects in its weakest direction.
+
+        A claim moved by :math:`\delta` passes while :math:`|v + \delta - e| \le w`, so in the
+        worst direction it takes :math:`|\delta| > w + |v - e|`; relative to the claim's size
+        (or to ``scale`` when the claim is 0), worst entry.
+        """
+        size = np.abs(value) if scale is None else np.broadcast_to(_array(scale, "scale"), value.shape)
+        if np.any(size <= 0):
+            raise ValueError("the claim is 0 somewhere: give scale= (the size of the quantity) so that the "
+                             "check can state the relative error it detects")
+        return float(np.max((half_width + np.abs(value - evidence)) / size))
 
     # ------------------------------------------------------------------ checks
     def close(
@@ -341,15 +429,17 @@ class Ledger:
         why: str | None = None,
         atol: float | None = None,
         rtol: float = 0.0,
+        scale: Any = None,
         control: Control | list[Control] | None = None,
-    ) -> CheckResult:
-        r"""Check :math:`|v_i - r_i| \le \text{atol} + \text{rtol}\,|r_i|` for every entry.
+    ) -> None:
+        r"""Check :math:`|v_i - r_i| \le \text{atol} + \text{rtol}\,|r_i| (+ \varepsilon_i)` for every entry.
 
-        ``value`` and ``reference`` are scalars or arrays of the same shape; the entry
-        records the worst one. ``why`` justifies the tolerance (e.g. "float64 round-off",
-        "4 Monte Carlo standard errors"). When ``reference`` is an :class:`Estimate`, its
-        ``error`` is added to ``atol`` and its ``why`` and ``method`` are used unless given.
-        The control's wrong answer replaces ``reference`` (or ``value``) in the same test.
+        ``value`` is the claim, ``reference`` the independent evidence: a scalar or array of
+        the same shape, or an :class:`Estimate`, whose ``error`` :math:`\varepsilon_i` is added
+        to the tolerance and whose ``why`` and ``method`` are used unless given. When the
+        Estimate is random (it has ``se``), the check states the relative error it detects
+        (``scale`` is the quantity's size where the claim is 0). The entry records the worst
+        entry; a control replaces ``value`` (or ``reference``) in the same test.
         """
         controls = _controls(control)
         self._need_control(controls)
@@ -363,8 +453,6 @@ class Ledger:
         extra = np.broadcast_to(np.asarray(est.error, dtype=np.float64), r.shape) if est is not None else 0.0
         if atol < 0 or rtol < 0 or (atol == 0 and rtol == 0 and est is None):
             raise ValueError("give a positive atol and/or rtol (or an Estimate as reference): a check needs a tolerance")
-        why = why or (est.why if est is not None else None)
-        method = method or (est.method if est is not None else None)
 
         def test(vv: np.ndarray, rr: np.ndarray) -> tuple[bool, int, np.ndarray, np.ndarray]:
             bound = atol + rtol * np.abs(rr) + extra
@@ -372,31 +460,27 @@ class Ledger:
             excess = np.where(np.isfinite(excess), excess, np.inf)
             return bool(np.all(excess <= 0)), int(np.argmax(excess)), bound, np.abs(vv - rr)
 
-        passed, i, bound, diff = test(v, r)
+        passed, i, bound, _ = test(v, r)
         vi, ri = float(v.flat[i]), float(r.flat[i])
         err, tol = abs(vi - ri), float(bound.flat[i])
         where = f" (worst of {v.size})" if v.size > 1 else ""
         comparison = f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {_fmt(err)} {'≤' if passed else '>'} {_fmt(tol)}{where}"
-        recorded = []
-        for c in controls:
-            w = np.broadcast_to(_array(c.value, f"control {c.name!r}"), v.shape)
-            side = c.replaces or "reference"
-            if side not in ("value", "reference"):
-                raise ValueError(f"control {c.name!r}: close() can replace 'value' or 'reference', not {side!r}")
+
+        def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             ok, j, b, d = test(w, r) if side == "value" else test(v, w)
             ratio = float(np.max(np.where(b > 0, d / np.where(b > 0, b, 1), np.inf)))
-            recorded.append({"name": c.name, "replaces": side, "value": float(w.flat[j]), "rejected": not ok,
-                             "margin": f"error {_fmt(ratio)}× the tolerance"})
-        return self._record(
-            CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, ri, err, tol,
-                        comparison, self._text(method, "method"), self._text(why, "why"),
-                        self._finish(passed, recorded), int(v.size), tuple(recorded))
-        )
+            return not ok, float(w.flat[j]), f"error {_fmt(ratio)}× the tolerance"
+
+        recorded = self._apply_controls(controls, ("value", "reference"), v.shape, run)
+        detectable = (self._detectable(v, r, np.broadcast_to(bound, v.shape), scale)
+                      if est is not None and est.se is not None else None)
+        self._finish(claim, what, method or (est.method if est else None), why or (est.why if est else None),
+                     passed, vi, ri, err, tol, comparison, int(v.size), recorded, detectable)
 
     def within_se(
         self,
+        value: Any,
         estimate: Any,
-        reference: Any,
         se: Any = None,
         *,
         claim: str,
@@ -404,19 +488,25 @@ class Ledger:
         method: str | None = None,
         k: float | None = None,
         why: str | None = None,
+        scale: Any = None,
         control: Control | list[Control] | None = None,
-    ) -> CheckResult:
-        r"""Check a Monte Carlo (or other random) estimate: :math:`|\hat\theta - \theta| \le k\,\mathrm{se}`.
+    ) -> None:
+        r"""Check a claim against a random estimate: :math:`|v - \hat\theta| \le k\,\mathrm{se}`.
 
-        With :math:`k = 4` a correct claim fails with probability about 6·10⁻⁵ per check
-        (Gaussian approximation); the draws are seeded, so a passing build keeps passing.
-        Arrays are compared entry by entry (``se`` broadcast). When ``estimate`` is an
-        :class:`Estimate` from :func:`replicates` or :func:`monte_carlo_mean`, its ``se``,
-        ``k``, ``why`` and ``method`` are used unless given. The control's wrong answer
-        replaces ``reference`` (or, with ``replaces="value"``, the estimate).
+        ``value`` is the claim; ``estimate`` the random evidence, an :class:`Estimate` from
+        :func:`replicates` or :func:`monte_carlo_mean` (whose ``se``, ``k``, ``why`` and
+        ``method`` are used unless given), or an array with its ``se``. With :math:`k = 4` a
+        correct claim fails with probability about 6·10⁻⁵ per entry; the draws are seeded, so
+        a passing build keeps passing. Arrays are compared entry by entry (``se`` broadcast).
+        The check states the smallest relative error of the claim it detects (relative to
+        ``scale`` where the claim is 0) and fails above :data:`MAX_DETECTABLE`. A control
+        replaces ``value`` by default.
         """
         controls = _controls(control)
         self._need_control(controls)
+        if isinstance(value, Estimate) and not isinstance(estimate, Estimate):
+            raise TypeError("within_se takes the claim first and the random Estimate second: "
+                            "within_se(claimed_value, estimate, ...)")
         if isinstance(estimate, Estimate):
             if estimate.se is None:
                 raise ValueError("estimate is an Estimate without a standard error: use close() for it")
@@ -427,48 +517,40 @@ class Ledger:
         if se is None:
             raise TypeError("within_se needs se (or an Estimate with a standard error as the estimate)")
         k = 4.0 if k is None else float(k)
-        est, ref = _array(estimate, "estimate"), _array(reference, "reference")
+        v, est = _array(value, "value"), _array(estimate, "estimate")
+        if v.shape != est.shape:
+            raise ValueError(f"value and estimate must have the same shape, got {v.shape} and {est.shape}")
         s = np.broadcast_to(_array(se, "se"), est.shape)
-        if est.shape != ref.shape:
-            raise ValueError(f"estimate and reference must have the same shape, got {est.shape} and {ref.shape}")
         if np.any(~np.isfinite(s)) or np.any(s <= 0):
             raise ValueError("se must be positive and finite")
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
 
-        def zscores(e: np.ndarray, r: np.ndarray) -> np.ndarray:
-            z = np.abs(e - r) / s
+        def zscores(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            z = np.abs(a - b) / s
             return np.where(np.isfinite(z), z, np.inf)
 
-        z = zscores(est, ref)
+        z = zscores(v, est)
         i = int(np.argmax(z))
-        vi, ri, si = float(est.flat[i]), float(ref.flat[i]), float(s.flat[i])
+        vi, ei, si = float(v.flat[i]), float(est.flat[i]), float(s.flat[i])
         passed = bool(np.all(z <= k))
-        where = f" (worst of {est.size})" if est.size > 1 else ""
-        comparison = (
-            f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {float(z.flat[i]):.2f} se "
-            f"{'≤' if passed else '>'} {k:.3g} se (se = {_fmt(si)}){where}"
-        )
-        why = why or f"{k:g} standard errors of the estimate"
-        recorded = []
-        for c in controls:
-            w = np.broadcast_to(_array(c.value, f"control {c.name!r}"), est.shape)
-            side = c.replaces or "reference"
-            if side not in ("value", "reference"):
-                raise ValueError(f"control {c.name!r}: within_se() can replace 'value' or 'reference', not {side!r}")
-            zc = zscores(w, ref) if side == "value" else zscores(est, w)
+        where = f" (worst of {v.size})" if v.size > 1 else ""
+        comparison = (f"|{_fmt(vi)} − {_fmt_ref(ei)}| = {float(z.flat[i]):.2f} se "
+                      f"{'≤' if passed else '>'} {k:.3g} se (se = {_fmt(si)}){where}")
+
+        def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
+            zc = zscores(w, est) if side == "value" else zscores(v, w)
             zmax = float(np.max(zc))
-            recorded.append({"name": c.name, "replaces": side, "value": float(w.flat[int(np.argmax(zc))]),
-                             "rejected": bool(np.any(zc > k)), "margin": f"at {zmax:.3g} se > {k:.3g} se"
-                             if zmax > k else f"only {zmax:.3g} se ≤ {k:.3g} se"})
-        return self._record(
-            CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, ri, abs(vi - ri),
-                        k * si, comparison, self._text(method, "method"), why,
-                        self._finish(passed, recorded), int(est.size), tuple(recorded))
-        )
+            margin = f"at {zmax:.3g} se > {k:.3g} se" if zmax > k else f"only {zmax:.3g} se ≤ {k:.3g} se"
+            return bool(np.any(zc > k)), float(w.flat[int(np.argmax(zc))]), margin
+
+        recorded = self._apply_controls(controls, ("value", "reference"), v.shape, run)
+        detectable = self._detectable(v, est, k * s, scale)
+        self._finish(claim, what, method, why or f"{k:g} standard errors of the estimate", passed, vi, ei,
+                     abs(vi - ei), k * si, comparison, int(v.size), recorded, detectable)
 
     def _bound(self, value: Any, bound: Any, sign: float, claim: str, what: str, method: str,
-               why: str, control: Any) -> CheckResult:
+               why: str, control: Any) -> None:
         """Check ``sign * (v_i - b_i) <= 0`` for every entry; ``sign = 1`` for ≤, ``-1`` for ≥."""
         controls = _controls(control)
         self._need_control(controls)
@@ -488,46 +570,38 @@ class Ledger:
         where = f" (worst of {v.size})" if v.size > 1 else ""
         ok, bad = ("≤", ">") if sign > 0 else ("≥", "<")
         comparison = f"{_fmt(vi)} {ok if passed else bad} {_fmt(bi)}{where}"
-        recorded = []
-        for c in controls:
-            side = c.replaces or "value"
-            if side not in ("value", "bound"):
-                raise ValueError(f"control {c.name!r}: below()/above() can replace 'value' or 'bound', not {side!r}")
-            w = np.broadcast_to(_array(c.value, f"control {c.name!r}"), v.shape)
+
+        def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             g = gaps(w, b) if side == "value" else gaps(v, w)
             j = int(np.argmax(g))
-            wv, wb = (float(w.flat[j]), bi if v.size == 1 else float(b.flat[j])) if side == "value" else \
-                (float(v.flat[j]), float(w.flat[j]))
+            wv, wb = (float(w.flat[j]), float(b.flat[j])) if side == "value" else (float(v.flat[j]), float(w.flat[j]))
             rejected = bool(np.any(g > 0))
-            margin = f"{_fmt(wv)} {bad if rejected else ok} {_fmt(wb)}"
-            recorded.append({"name": c.name, "replaces": side, "value": float(w.flat[j]), "rejected": rejected,
-                             "margin": margin})
-        return self._record(
-            CheckResult(self.chapter, self._text(claim, "claim"), self._text(what, "what"), vi, bi,
-                        max(sign * (vi - bi), 0.0), bi, comparison, self._text(method, "method"),
-                        self._text(why, "why"), self._finish(passed, recorded), int(v.size), tuple(recorded))
-        )
+            return rejected, float(w.flat[j]), f"{_fmt(wv)} {bad if rejected else ok} {_fmt(wb)}"
+
+        recorded = self._apply_controls(controls, ("value", "bound"), v.shape, run)
+        self._finish(claim, what, method, why, passed, vi, bi, max(sign * (vi - bi), 0.0), bi, comparison,
+                     int(v.size), recorded)
 
     def below(
         self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str,
         control: Control | list[Control] | None = None,
-    ) -> CheckResult:
+    ) -> None:
         r"""Check :math:`v_i \le b_i` for every entry (e.g. an error below a floor, a risk gap below a tolerance).
 
         The control's wrong answer replaces ``value`` (its error, its risk, …) by default,
         or ``bound`` with ``replaces="bound"``; it must violate the inequality somewhere.
         """
-        return self._bound(value, bound, 1.0, claim, what, method, why, control)
+        self._bound(value, bound, 1.0, claim, what, method, why, control)
 
     def above(
         self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str,
         control: Control | list[Control] | None = None,
-    ) -> CheckResult:
+    ) -> None:
         r"""Check :math:`v_i \ge b_i` for every entry (e.g. an accuracy above chance plus a margin).
 
         The control's wrong answer replaces ``value`` by default, or ``bound``.
         """
-        return self._bound(value, bound, -1.0, claim, what, method, why, control)
+        self._bound(value, bound, -1.0, claim, what, method, why, control)
 
     def summary(self) -> str:
         """A one-line count of this chapter's checks and of the wrong answers they rejected."""
@@ -691,3 +765,22 @@ def replicate_mean_se(samples: Any, *, familywise_alpha: float = 1e-3) -> tuple[
     se = x.std(axis=0, ddof=1) / np.sqrt(R)
     k = float(student_t.ppf(1.0 - familywise_alpha / (2.0 * n), R - 1))
     return mean, se, k
+
+
+def glue(name: str, value: Any) -> None:
+    r"""Make a computed number available to the text as ``{glue:text}`name:.3g```.
+
+    A thin wrapper of myst-nb's ``glue`` (``display=False``): numpy scalars become plain
+    Python numbers, so that the role's format specification applies. Outside the book's
+    build (Colab, Binder without myst-nb) it does nothing: the number is in the cell's output.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string")
+    arr = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
+    if arr.ndim == 0 and arr.dtype.kind in "biuf":
+        value = int(arr) if arr.dtype.kind in "biu" else float(arr)
+    try:
+        from myst_nb import glue as _myst_glue
+    except ImportError:  # pragma: no cover - outside the book's build
+        return
+    _myst_glue(name, value, display=False)

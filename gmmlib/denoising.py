@@ -292,7 +292,7 @@ def _paper_two_heads(m1: np.ndarray, m2: np.ndarray, gamma: float, noise_std: fl
 def two_head_construction(means: Any, gamma: float, noise_std: float, *, variant: str = "book") -> tuple[Head, Head]:
     r"""Two softmax heads whose sum, on the noisy prompt, is exactly :math:`\mathbb E[X\mid Z]`.
 
-    Implements Theorem thm-07-two-heads (Chapter 7), eq. (eq-07-two-heads). Prior
+    Implements Theorem thm-08-two-heads (Chapter 8), eq. (eq-08-two-heads). Prior
     :math:`\pi_1\mathcal N(m_1,\gamma^2 I) + \pi_2\mathcal N(m_2,\gamma^2 I)` with
     :math:`\|m_1\| = \|m_2\|`, :math:`m_1\ne m_2`, any weights, :math:`d\ge 2`;
     :math:`\nu^2 = \gamma^2+\xi^2`, :math:`\hat\Delta = (m_1-m_2)/\|m_1-m_2\|`,
@@ -345,7 +345,7 @@ def two_head_construction(means: Any, gamma: float, noise_std: float, *, variant
 def one_head_construction(means: Any, gamma: float, noise_std: float) -> Head:
     r"""A single softmax head equal to :math:`\mathbb E[X\mid Z]` on the noisy prompt, when one exists.
 
-    Implements Theorem thm-07-one-head and Remark rem-07-point-masses (Chapter 7). Two
+    Implements Theorem thm-08-one-head and Remark rem-08-point-masses (Chapter 8). Two
     components :math:`\mathcal N(m_k, \gamma^2 I)` with equal norms, :math:`\nu^2 = \gamma^2 + \xi^2`:
 
     * :math:`\gamma > 0`: one head is exact iff :math:`\gamma = \xi`; then
@@ -376,7 +376,7 @@ def one_head_construction(means: Any, gamma: float, noise_std: float) -> Head:
     if gamma > 0:
         if abs(gamma**2 - noise_std**2) > 1e-12 * noise_std**2:
             raise ValueError(f"for gamma > 0 one head is exact only when gamma = noise_std; got gamma = {gamma}, "
-                             f"noise_std = {noise_std} (Theorem thm-07-one-head)")
+                             f"noise_std = {noise_std} (Theorem thm-08-one-head)")
         return Head(np.eye(d) / nu2, 0.5 * np.eye(d))
     delta = m1 - m2
     Q, _ = np.linalg.qr(np.stack([m1, m2], axis=1))
@@ -384,7 +384,7 @@ def one_head_construction(means: Any, gamma: float, noise_std: float) -> Head:
     E = Q[:, :rank]                                          # orthonormal basis of span(m1, m2)
     if rank == d:
         raise ValueError("for point masses (gamma = 0) one head is exact only when m1 = -m2 or d >= 3; "
-                         f"got non-collinear means in d = {d} (Remark rem-07-point-masses)")
+                         f"got non-collinear means in d = {d} (Remark rem-08-point-masses)")
     full, _ = np.linalg.qr(np.hstack([E, np.eye(d)]))
     n = full[:, rank]                                        # a unit vector orthogonal to E
     u = delta / np.linalg.norm(delta) + n
@@ -400,7 +400,7 @@ def one_head_construction(means: Any, gamma: float, noise_std: float) -> Head:
 def multihead_limit(mixture: GaussianMixture, queries: Any, heads: Sequence[Any]) -> np.ndarray:
     r"""The infinite-prompt output :math:`\sum_h T_{U_h,V_h}[\mu](z)` of a sum of softmax heads on the prompt law ``mixture``.
 
-    Implements eq. (eq-07-noisy-head) of Chapter 7 summed over heads (each head by
+    Implements eq. (eq-08-noisy-head) of Chapter 8 summed over heads (each head by
     :func:`gmmlib.limits.softmax_attention_limit`); ``heads`` holds :class:`~gmmlib.attention.Head`
     objects or (U, V) pairs.
     """
@@ -415,7 +415,7 @@ def multihead_finite_prompt_mse(mixture: GaussianMixture, queries: Any, heads: S
     :math:`C(z) = \lim_L L\,\mathbb E\|\sum_h (T_h[\hat\mu_L](z) - T_h[\mu](z))\|^2`.
 
     Extends Proposition prop-01-clt (Chapter 1) to several heads on the same tokens (used for
-    Theorem thm-07-two-heads on finite prompts). Each head's error is, to first order,
+    Theorem thm-08-two-heads on finite prompts). Each head's error is, to first order,
     :math:`\frac1L\sum_j\psi_h(Z_j)` with :math:`\psi_h(x) = e^{a_h^\top x - \Lambda(a_h)}(V_hx - T_h)`,
     :math:`a_h = U_hz`, so
 
@@ -460,7 +460,7 @@ def multihead_finite_prompt_mse(mixture: GaussianMixture, queries: Any, heads: S
 
 @dataclass(frozen=True)
 class ResidualLayer:
-    r"""A residual multi-head layer followed by an output map (Chapter 9, eq. (eq-09-residual)).
+    r"""A residual multi-head layer followed by an output map (Chapter 10, eq. (eq-10-residual)).
 
     .. math::
 
@@ -501,9 +501,9 @@ class ResidualLayer:
 
 
 def residual_construction(dim: int, gamma: float, noise_std: float) -> ResidualLayer:
-    r"""The task-independent residual two-head denoiser of Chapter 9.
+    r"""The task-independent residual two-head denoiser of Chapter 10.
 
-    Implements Theorem thm-09-residual (Chapter 9), eq. (eq-09-residual): the paper's
+    Implements Theorem thm-10-residual (Chapter 10), eq. (eq-10-residual): the paper's
     Proposition 4.4 (Gabet et al., 2026). With :math:`\nu^2 = \gamma^2 + \xi^2`,
 
     .. math::
@@ -540,8 +540,8 @@ def residual_denoiser(tokens: Any, queries: Any, layer: ResidualLayer) -> np.nda
     r"""The residual layer on a finite prompt:
     :math:`W_{\mathrm{out}}\big(z + T_{U_1,V_1}[\hat\mu_L](z), \dots, z + T_{U_H,V_H}[\hat\mu_L](z)\big)`.
 
-    Implements eq. (eq-09-residual) of Chapter 9 on the empirical measure of the prompt (the
-    in-context denoiser whose error eq. (eq-09-finite) describes).
+    Implements eq. (eq-10-residual) of Chapter 10 on the empirical measure of the prompt (the
+    in-context denoiser whose error eq. (eq-10-finite) describes).
 
     Parameters
     ----------
@@ -568,8 +568,8 @@ def residual_denoiser(tokens: Any, queries: Any, layer: ResidualLayer) -> np.nda
 def residual_limit(mixture: GaussianMixture, queries: Any, layer: ResidualLayer) -> np.ndarray:
     r"""The infinite-prompt limit of :func:`residual_denoiser` on the prompt law ``mixture``.
 
-    Implements eq. (eq-09-residual) of Chapter 9 on the prompt law itself (Theorem
-    thm-09-residual: it equals the task's Bayes denoiser).
+    Implements eq. (eq-10-residual) of Chapter 10 on the prompt law itself (Theorem
+    thm-10-residual: it equals the task's Bayes denoiser).
     """
     layer = _check_layer(layer)
     mixture = check_mixture(mixture)
@@ -583,8 +583,8 @@ def residual_limit(mixture: GaussianMixture, queries: Any, layer: ResidualLayer)
 def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_steps: int) -> np.ndarray:
     r"""Iterate the Bayes denoiser: :math:`z_{t+1} = f^\star(z_t) = \mathbb E[X\mid Z = z_t]`.
 
-    The dynamics of Chapter 8 (Proposition prop-08-reduction, Theorem thm-08-transition and
-    Proposition prop-08-modes; the paper's Proposition 4.3). By Tweedie's formula each step is
+    The dynamics of Chapter 9 (Proposition prop-09-reduction, Theorem thm-09-transition and
+    Proposition prop-09-modes; the paper's Proposition 4.3). By Tweedie's formula each step is
     :math:`z_{t+1} = z_t + \xi^2\nabla\log p_Z(z_t)`.
 
     Returns
@@ -602,7 +602,7 @@ def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_step
 
 
 def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
-    r"""The separation of two balanced components in noise units (Chapter 8, eq. (eq-08-lambda)).
+    r"""The separation of two balanced components in noise units (Chapter 9, eq. (eq-09-lambda)).
 
     .. math::
 
@@ -610,7 +610,7 @@ def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
 
     which is :math:`\|m_1 - m_2\|/(2\xi)` for point masses (:math:`\gamma = 0`, the paper's
     :math:`\lambda`); iterating the denoiser collapses to the midpoint iff :math:`\lambda\le 1`
-    (Theorem thm-08-transition and Proposition prop-08-modes).
+    (Theorem thm-09-transition and Proposition prop-09-modes).
     """
     m = as_float_array(means, "means", ndim=2)
     if m.shape[0] != 2:
@@ -623,7 +623,7 @@ def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
 def tanh_fixed_point(lam: float) -> float:
     r"""The largest solution :math:`u^\star\ge 0` of :math:`u = \tanh(\lambda^2 u)`.
 
-    The attractor of Theorem thm-08-transition (Chapter 8): it is 0 for :math:`\lambda\le 1`;
+    The attractor of Theorem thm-09-transition (Chapter 9): it is 0 for :math:`\lambda\le 1`;
     for :math:`\lambda > 1` it is found by bisection on :math:`(0, 1]`, where
     :math:`u - \tanh(\lambda^2u)` changes sign once (to within one ulp of the root).
     """
@@ -648,7 +648,7 @@ def tanh_fixed_point(lam: float) -> float:
 def key_bias_tokens(X: Any) -> np.ndarray:
     r"""Clean tokens augmented with their squared norm: :math:`x\mapsto(x, \|x\|^2)`, shape (..., L, d+1).
 
-    The token layout of Proposition prop-09-key-bias (Chapter 9), the key bias of Smart et al. (2025).
+    The token layout of Proposition prop-10-key-bias (Chapter 10), the key bias of Smart et al. (2025).
     """
     X = as_float_array(X, "X", ndim=(2, 3))
     return np.concatenate([X, np.sum(X**2, axis=-1, keepdims=True)], axis=-1)
@@ -658,7 +658,7 @@ def key_bias_parameters(dim: int, noise_std: float) -> Head:
     r"""The head on augmented tokens :math:`(x, \|x\|^2)` and queries :math:`(z, 1)` with scores
     :math:`x^\top z/\xi^2 - \|x\|^2/(2\xi^2)` and values :math:`x`.
 
-    Implements Proposition prop-09-key-bias (Chapter 9), eq. (eq-09-key-bias), the construction
+    Implements Proposition prop-10-key-bias (Chapter 10), eq. (eq-10-key-bias), the construction
     of Smart et al. (2025):
 
     .. math::
@@ -684,7 +684,7 @@ def key_bias_parameters(dim: int, noise_std: float) -> Head:
 def key_bias_attention(X: Any, queries: Any, noise_std: float) -> np.ndarray:
     r"""Attention of noisy queries over a clean prompt with the key bias :math:`-\|x\|^2/(2\xi^2)`.
 
-    Implements Proposition prop-09-key-bias (Chapter 9), eq. (eq-09-key-bias):
+    Implements Proposition prop-10-key-bias (Chapter 10), eq. (eq-10-key-bias):
 
     .. math::
 
@@ -788,14 +788,14 @@ def _stack_heads(heads: Sequence[Any], d: int) -> tuple[np.ndarray, np.ndarray]:
 def _shared_covariance(prompt_law: GaussianMixture) -> np.ndarray:
     covs = prompt_law.covs
     if not np.allclose(covs, covs[0], rtol=0.0, atol=1e-12 * max(1.0, float(np.abs(covs).max()))):
-        raise ValueError("the prompt law must have one covariance shared by its components (eq. eq-07-noisy-head)")
+        raise ValueError("the prompt law must have one covariance shared by its components (eq. eq-08-noisy-head)")
     return covs[0]
 
 
 def random_heads(n_heads: int, dim: int, rng: Any, scale: float = 0.1) -> tuple[Head, ...]:
     r"""``n_heads`` heads with i.i.d. :math:`\mathcal N(0, \text{scale}^2)` entries in :math:`U` and :math:`V` (d × d).
 
-    The initialisation of the training runs of Chapter 7 (Fig. fig-07-learning).
+    The initialisation of the training runs of Chapter 8 (Fig. fig-08-learning).
     """
     check_positive(n_heads, "n_heads", integer=True)
     check_positive(dim, "dim", integer=True)
@@ -844,7 +844,7 @@ def heads_squared_error(prompt_law: GaussianMixture, heads: Sequence[Any], Z: An
                         weights: Any = None) -> tuple[float, np.ndarray, np.ndarray]:
     r"""Weighted squared error of a sum of heads on a shared-covariance mixture prompt, and its gradient.
 
-    Implements eq. (eq-07-noisy-head) of Chapter 7 summed over heads: with the prompt law
+    Implements eq. (eq-08-noisy-head) of Chapter 8 summed over heads: with the prompt law
     :math:`\sum_k\pi_k\mathcal N(m_k, S)`,
 
     .. math::
@@ -884,7 +884,7 @@ def online_sgd_heads(
 ) -> tuple[tuple[Head, ...], History]:
     r"""Online stochastic gradient descent on a sum of heads, each step on a fresh batch.
 
-    The protocol of Fig. fig-07-learning (Chapter 7; Fig. 2 of Gabet et al., 2026): at every
+    The protocol of Fig. fig-08-learning (Chapter 8; Fig. 2 of Gabet et al., 2026): at every
     step a fresh batch :math:`(z_n, y_n)_{n\le b}` is drawn, the gradient of
     :math:`\frac1b\sum_n\|f(z_n) - y_n\|^2` (:func:`heads_squared_error`) is clipped to global
     norm ``clip_norm`` over all parameters (as ``torch.nn.utils.clip_grad_norm_``) and
@@ -963,8 +963,8 @@ def fit_heads(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target:
               max_iter: int = 5000, gtol: float = 1e-14, f_target: float = 0.0) -> tuple[tuple[Head, ...], Any]:
     r"""Minimise :func:`heads_squared_error` over all :math:`(U_h, V_h)` by L-BFGS, starting from ``heads``.
 
-    Used in Chapter 7 for the best single head (from several starts) and for the polish of
-    the two-head run (Fig. fig-07-learning): with quadrature nodes and weights of the noisy
+    Used in Chapter 8 for the best single head (from several starts) and for the polish of
+    the two-head run (Fig. fig-08-learning): with quadrature nodes and weights of the noisy
     law as ``(Z, weights)`` and :math:`y = \mathbb E[X\mid Z]` as ``target`` it minimises the
     population excess risk on that rule. The run stops at ``max_iter`` iterations, when the
     projected gradient falls below ``gtol``, or as soon as the loss is at most ``f_target``.

@@ -1,6 +1,6 @@
 r"""Query-dependent selection on mixtures: gated experts, alignment decompositions, and two tasks.
 
-Chapter 3 (softmax-gated affine experts) and Chapter 6 (selection beyond linear rules)
+Chapter 3 (softmax-gated affine experts) and Chapter 7 (selection beyond linear rules)
 use this module.
 
 **Gated experts.** For :math:`\mu = \sum_k\pi_k\mu_k` and any positive alignment
@@ -19,7 +19,7 @@ and Boyer 2026; :func:`alignment_attention_limit`). Softmax attention is
 :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k` (:func:`gmmlib.limits.shared_covariance_limit`).
 Linear attention mixes with the fixed :math:`\pi_k` (:func:`gmmlib.limits.component_linear_limits`).
 
-**Classification tasks** (Chapter 6). A class-conditional mixture
+**Classification tasks** (Chapter 7). A class-conditional mixture
 :math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`, :math:`P(k) = \pi_k`, and a label vector
 :math:`y_k\in\mathbb R^q` per component give tokens :math:`(x, y_k)\in\mathbb R^{d+q}` whose law
 is the degenerate mixture :func:`token_mixture`. One-hot labels (:math:`y_k = e_k`) give the
@@ -91,7 +91,7 @@ def gaussian_kernel_log_alignment(noise_std: float) -> LogAlignment:
     Attention with this alignment is the Nadaraya–Watson kernel smoother of bandwidth
     :math:`\xi`. Since :math:`e^{\ell(z,z')}\propto\mathcal N(z; z', \xi^2 I)`, its limit on a prompt
     law :math:`\mu` is :math:`\mathbb E[X\mid X + \xi\varepsilon = z]`, the Bayes denoiser at noise
-    standard deviation :math:`\xi` (Chapter 3, after Proposition prop-03-alignment; Chapter 7):
+    standard deviation :math:`\xi` (Chapter 3, after Proposition prop-03-alignment; Chapter 8):
     the kernel's bandwidth *is* the noise level :math:`\xi` of the denoising chapters.
     """
     check_positive(noise_std, "noise_std")
@@ -213,7 +213,7 @@ def alignment_attention_limit(
 
 # --------------------------------------------------------------------------- tasks
 def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMixture:
-    r"""The law of the tokens :math:`(x, y_k)`: eq. (eq-06-token-mixture) of Chapter 6.
+    r"""The law of the tokens :math:`(x, y_k)`: eq. (eq-07-token-mixture) of Chapter 7.
 
     Components :math:`\mathcal N\big((m_k, y_k), \operatorname{diag}(\Gamma_k, 0)\big)`.
 
@@ -241,7 +241,7 @@ def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMix
 
 
 def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np.ndarray]:
-    r"""The multi-class task of Chapter 6: :math:`x\mid k\sim\mathcal N(m_k,\Gamma)`, :math:`P(k) = \pi_k`, labels :math:`y_k = e_k`.
+    r"""The multi-class task of Chapter 7: :math:`x\mid k\sim\mathcal N(m_k,\Gamma)`, :math:`P(k) = \pi_k`, labels :math:`y_k = e_k`.
 
     Returns
     -------
@@ -259,7 +259,7 @@ def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np
 
 
 def xor_task(offset: float = 2.0, gamma: float = 0.5**0.5) -> tuple[GaussianMixture, np.ndarray]:
-    r"""XOR (Chapter 6): four equally likely components :math:`\mathcal N((\pm\nu, \pm\nu), \gamma^2 I)`, label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
+    r"""XOR (Chapter 7): four equally likely components :math:`\mathcal N((\pm\nu, \pm\nu), \gamma^2 I)`, label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
 
     ``offset`` is :math:`\nu` and ``gamma`` the components' standard deviation :math:`\gamma`
     (default :math:`\gamma^2 = 1/2`). Components are ordered :math:`(\nu,\nu), (-\nu,\nu),
@@ -279,7 +279,7 @@ def xor_task(offset: float = 2.0, gamma: float = 0.5**0.5) -> tuple[GaussianMixt
 
 
 def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
-    r"""The label-readout head of Theorem thm-06-label-readout (Chapter 6), eq. (eq-06-construction).
+    r"""The label-readout head of Theorem thm-07-label-readout (Chapter 7), eq. (eq-07-construction).
 
     :math:`U = \operatorname{diag}(\omega\,\Gamma^{-1}, 0)`, :math:`V = [0\;|\;I_q]`; with
     :math:`\omega = 1` the readout is the Bayes posterior mean of the label when the means have
@@ -292,7 +292,7 @@ def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
     label_dim : int
         :math:`q`, the size of the label block.
     omega : float
-        The scale :math:`\omega > 0` of :math:`U` (exercise ex-06-scale).
+        The scale :math:`\omega > 0` of :math:`U` (exercise ex-07-scale).
 
     Returns
     -------
@@ -317,7 +317,7 @@ def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
 
 @dataclass(frozen=True)
 class LabelledPromptBatch(PromptBatch):
-    r"""Labelled classification prompts (Chapter 6): a :class:`~gmmlib.attention.PromptBatch` with the queries' components.
+    r"""Labelled classification prompts (Chapter 7): a :class:`~gmmlib.attention.PromptBatch` with the queries' components.
 
     Attributes
     ----------
@@ -342,7 +342,7 @@ def sample_prompts(
 
     Tokens are :math:`(x_j, y_{k_j})` with :math:`k_j\sim\pi` and
     :math:`x_j\sim\mathcal N(m_{k_j},\Gamma_{k_j})` i.i.d., i.e. draws from
-    :func:`token_mixture` (eq. eq-06-token-mixture, Chapter 6); queries are :math:`(x, 0)` with
+    :func:`token_mixture` (eq. eq-07-token-mixture, Chapter 7); queries are :math:`(x, 0)` with
     :math:`x` drawn from the same mixture, independently of the prompt.
 
     Parameters
@@ -378,7 +378,7 @@ def sample_prompts(
 
 
 def decide(readout: Any) -> np.ndarray:
-    r"""The decision read off a label readout (Chapter 6): :math:`\operatorname{sign}` for a scalar label, :math:`\arg\max_k` otherwise.
+    r"""The decision read off a label readout (Chapter 7): :math:`\operatorname{sign}` for a scalar label, :math:`\arg\max_k` otherwise.
 
     Parameters
     ----------
@@ -399,7 +399,7 @@ def decide(readout: Any) -> np.ndarray:
 
 # --------------------------------------------------------------------------- Bayes rules and accuracies
 def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
-    r"""The Bayes (LDA) scores of Chapter 6 (before Proposition prop-06-linear-accuracy): :math:`w_k^\top x + b_k` with
+    r"""The Bayes (LDA) scores of Chapter 7 (before Proposition prop-07-linear-accuracy): :math:`w_k^\top x + b_k` with
 
     .. math::
 
@@ -425,7 +425,7 @@ def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
 
 def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = None, *,
                          abseps: float = 1e-9) -> float:
-    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)`: Proposition prop-06-linear-accuracy (Chapter 6).
+    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)`: Proposition prop-07-linear-accuracy (Chapter 7).
 
     Class :math:`k` is the component :math:`\mathcal N(m_k,\Gamma_k)`.
 
@@ -482,7 +482,7 @@ def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = Non
 
 
 def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float = 0.0) -> float:
-    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)`: Corollary cor-06-xor, item 2 (Chapter 6).
+    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)`: Corollary cor-07-xor, item 2 (Chapter 7).
 
     Component :math:`k` carries the label :math:`y_k\in\{-1, 1\}`.
 
@@ -520,11 +520,11 @@ def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float
 
 
 def xor_posterior_mean(X: Any, offset: float = 2.0, gamma: float = 0.5**0.5) -> np.ndarray:
-    r"""The Bayes score of XOR, eq. (eq-06-xor-bayes) of Chapter 6: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
+    r"""The Bayes score of XOR, eq. (eq-07-xor-bayes) of Chapter 7: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
 
     (The coordinates are independent given the component, and
     :math:`P(m_{k,i} = \nu\mid x_i) = \sigma(2\nu x_i/\gamma^2)`, so
-    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; Proposition prop-06-xor-bayes.)
+    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; Proposition prop-07-xor-bayes.)
 
     Parameters
     ----------
@@ -542,11 +542,11 @@ def xor_posterior_mean(X: Any, offset: float = 2.0, gamma: float = 0.5**0.5) -> 
 
 
 def xor_bayes_accuracy(offset: float = 2.0, gamma: float = 0.5**0.5) -> float:
-    r"""The Bayes accuracy of XOR, eq. (eq-06-xor-bayes): :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
+    r"""The Bayes accuracy of XOR, eq. (eq-07-xor-bayes): :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
 
     The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates
     fall on the side of their component's mean, or both on the wrong side (Proposition
-    prop-06-xor-bayes, Chapter 6).
+    prop-07-xor-bayes, Chapter 7).
     """
     check_positive(offset, "offset")
     check_positive(gamma, "gamma")

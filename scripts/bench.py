@@ -180,7 +180,7 @@ def bench_quadrature() -> dict:
         X, lab = mix.sample(n, rng)
         return float(np.logaddexp(0.0, -labels[lab] * (X @ w + b)).mean())
 
-    # Chapter 7's denoising task: the Bayes MSE E‖X − E[X|Z]‖² = E tr Cov(X|Z).
+    # Chapter 8's denoising task: the Bayes MSE E‖X − E[X|Z]‖² = E tr Cov(X|Z).
     prior = GaussianMixture.isotropic([0.5, 0.5], [[3.0, 0.0], [0.0, 3.0]], 1.0)
     xi = 2.0
     noisy = prior.convolve(xi**2)
@@ -202,7 +202,7 @@ def bench_quadrature() -> dict:
 
     out = {}
     for name, quad_fn, mc_fn in (("logistic risk, setting C1 (Chapter 4)", logistic, logistic_mc),
-                                 ("Bayes denoising MSE (Chapter 7)", bayes, bayes_mc)):
+                                 ("Bayes denoising MSE (Chapter 8)", bayes, bayes_mc)):
         exact = quad_fn(120)
         out[name] = {"reference": exact, "rows": _equal_time(quad_fn, mc_fn, exact, (4, 8, 16, 32))}
     return out

@@ -16,7 +16,7 @@ The limits
 
 A limit that fires raises :class:`nbclient.exceptions.CellTimeoutError` with a message such as::
 
-    book/08_iterated_denoiser.ipynb, cell 13 (`import ipywidgets as widgets`): no reply after
+    book/09_iterated_denoiser.ipynb, cell 13 (`import ipywidgets as widgets`): no reply after
     180 s (the per-cell limit of 180 s); the kernel was idle (0.00 s of CPU in 1 s): it is
     waiting, not computing (a stall)
 

@@ -4,7 +4,7 @@
 Usage::
 
     python scripts/stress.py                 # every chapter 5 times, 2 at a time (``make stress``)
-    python scripts/stress.py --repeat 10 book/08_iterated_denoiser.ipynb
+    python scripts/stress.py --repeat 10 book/09_iterated_denoiser.ipynb
     python scripts/stress.py --ref HEAD      # the committed chapters and gmmlib, not the working tree
 
 Each execution is a child process with its own kernel (``scripts/nbrun.py``), under the per-cell

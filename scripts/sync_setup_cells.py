@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Keep the "Run this chapter" setup cell of every notebook in step with ``_config.yml``.
 
-Every ``book/*.ipynb`` starts its code with the same cell: inside the repository it just
-imports ``gmmlib``; outside it (Colab) it first installs ``gmmlib`` from the repository named
-by ``repository.url`` in ``_config.yml``, at the git tag of the book's edition,
-``v`` + ``gmmlib.__version__`` (read from ``gmmlib/__init__.py``, the one place the version
-is written). A course that links to edition 0.2.0 therefore keeps getting the gmmlib of
-edition 0.2.0 when ``main`` moves on. The cell carries the ``remove-cell`` tag, so it is
-executed at build time but does not appear in the HTML.
+Every chapter (``book/NN_*.md``, the MyST source, paired with its ``.ipynb`` by jupytext)
+starts its code with the same cell: inside the repository it just imports ``gmmlib``;
+outside it (Colab, Binder, a downloaded notebook) it first installs ``gmmlib[book]`` from the
+repository named by ``repository.url`` in ``_config.yml``. What it installs follows the
+version (``gmmlib/__init__.py``, the one place it is written): a development version
+(``0.3.0.dev0``) installs the branch ``repository.branch`` (``main``); a released one
+(``0.3.0``) installs its tag ``v0.3.0``, so a course that links to an edition keeps getting
+that edition's gmmlib when ``main`` moves on. A failed install raises an error that says what
+failed and what to check. The cell carries the ``remove-cell`` tag: executed at build time,
+absent from the HTML.
 
 Usage::
 
@@ -35,13 +38,27 @@ ROOT = Path(__file__).resolve().parent.parent
 SETUP_MARKER = "# Run this chapter:"
 SETUP_TAGS = ["remove-cell"]
 
-_TEMPLATE = """\
-# Run this chapter: outside the book's repository (Colab, Binder), install gmmlib first,
-# from the tag of this edition of the book ({tag}), so the code matches the text.
+_TEMPLATE = r"""# Run this chapter: outside the book's repository (Colab, Binder, a downloaded
+# notebook) this installs gmmlib and what the chapters import:
+# {what}.
 try:
     import gmmlib
-except ImportError:  # pragma: no cover - only outside the repository
-    %pip install -q "gmmlib @ git+{url}@{tag}"
+except ImportError:  # only outside the repository
+    import importlib.util, subprocess, sys
+    REPO, REF = "{url}", "{ref}"
+    if sys.version_info < (3, 10):
+        raise RuntimeError(f"gmmlib needs Python 3.10 or newer, not {{sys.version.split()[0]}}")
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    steps = [pip + [f"gmmlib[book] @ git+{{REPO}}@{{REF}}"]]
+    if importlib.util.find_spec("torch") is None:  # never the multi-GB CUDA build
+        steps.insert(0, pip + ["torch", "--index-url", "https://download.pytorch.org/whl/cpu"])
+    for step in steps:
+        run = subprocess.run(step, capture_output=True, text=True)
+        if run.returncode:
+            raise RuntimeError(
+                f"Installing failed: {{' '.join(step[4:])}}\n{{run.stderr[-1500:]}}\nCheck that "
+                f"the reference {{REF}} exists at {{REPO}}, that this machine reaches the "
+                "network, and that its Python is 3.10 or newer; then run this cell again.")
     import gmmlib"""
 
 
@@ -65,20 +82,53 @@ def read_version(root: Path = ROOT) -> str:
     raise ValueError(f"{path}: no `__version__ = \"X.Y.Z\"` assignment")
 
 
+def is_development(version: str) -> bool:
+    """Whether ``version`` is a development version (``0.3.0.dev0``): the book on ``main``."""
+    return ".dev" in version
+
+
 def release_tag(root: Path = ROOT) -> str:
-    """The git tag of the book's edition: ``v`` + the version (``v0.2.0``)."""
+    """The git tag of the book's edition: ``v`` + the version (``v0.3.0``)."""
     return f"v{read_version(root)}"
+
+
+def install_ref(root: Path = ROOT) -> str:
+    """What the setup cells install from: the branch for a development version, else the tag."""
+    version = read_version(root)
+    return read_repository(root)[1] if is_development(version) else f"v{version}"
 
 
 def canonical_source(root: Path = ROOT) -> str:
     """The exact source of the setup cell for the repository and edition configured under ``root``."""
-    url, _branch = read_repository(root)
-    return _TEMPLATE.format(url=url, tag=release_tag(root))
+    url, branch = read_repository(root)
+    version = read_version(root)
+    what = (f"the development version, from the branch {branch}" if is_development(version)
+            else f"edition {version}, from its tag v{version}, so the code matches the text")
+    return _TEMPLATE.format(url=url, ref=install_ref(root), what=what)
 
 
 def notebooks(root: Path = ROOT) -> list[Path]:
-    """The book's notebooks, ``root/book/*.ipynb``, sorted."""
-    return sorted((root / "book").glob("*.ipynb"))
+    """The book's chapters, ``root/book/NN_*.md`` (MyST notebooks, the sources one edits), sorted."""
+    return sorted((root / "book").glob("[0-9][0-9]_*.md"))
+
+
+def read_chapter(path: Path):
+    """A chapter's cells, read from its MyST Markdown source with jupytext."""
+    import jupytext
+
+    return jupytext.read(path)
+
+
+def write_chapter(nb, path: Path) -> None:
+    """Write a chapter's MyST source and its paired, output-free ``.ipynb`` beside it."""
+    import jupytext
+
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs = []
+            c.execution_count = None
+    jupytext.write(nb, path, fmt="md:myst")
+    jupytext.write(nb, path.with_suffix(".ipynb"), fmt="ipynb")
 
 
 def _first_code_cell(nb) -> int | None:
@@ -105,7 +155,7 @@ def check(root: Path = ROOT) -> list[tuple[Path, str]]:
     source = canonical_source(root)
     problems = []
     for path in notebooks(root):
-        reason = setup_cell_problem(nbformat.read(path, as_version=4), source)
+        reason = setup_cell_problem(read_chapter(path), source)
         if reason:
             problems.append((path, reason))
     return problems
@@ -135,13 +185,13 @@ def sync(root: Path = ROOT) -> list[Path]:
     source = canonical_source(root)
     changed = []
     for path in notebooks(root):
-        before = path.read_text(encoding="utf-8")
-        nb = nbformat.reads(before, as_version=4)
+        nb = read_chapter(path)
+        i = _first_code_cell(nb)
+        if i is not None and nb.cells[i].source == source and not setup_cell_problem(nb, source):
+            continue
         sync_notebook(nb, source)
-        after = nbformat.writes(nb) + "\n"
-        if after != before:
-            path.write_text(after, encoding="utf-8")
-            changed.append(path)
+        write_chapter(nb, path)
+        changed.append(path)
     return changed
 
 

@@ -121,7 +121,7 @@ def test_two_heads_are_exact(seed, d, gamma, xi, opposite):
     p = rng.uniform(0.1, 0.9)
     gm = GaussianMixture.isotropic([p, 1 - p], [m1, m2], gamma**2)
     Z, _ = noisy_mixture(gm, xi).sample(50, rng)
-    for variant in ("book", "paper"):  # eq-07-two-heads and the paper's Appendix C.6
+    for variant in ("book", "paper"):  # eq-08-two-heads and the paper's Appendix C.6
         heads = two_head_construction(gm.means, gamma, xi, variant=variant)
         assert len(heads) == 2 and all(isinstance(h, Head) for h in heads)
         np.testing.assert_allclose(multihead_limit(noisy_mixture(gm, xi), Z, heads), bayes_denoiser(gm, xi, Z),
@@ -144,7 +144,7 @@ def test_one_head_exact_iff_equal_variances():
 @settings(max_examples=25, deadline=None)
 @given(seed=seeds, d=st.integers(2, 5), xi=st.floats(0.3, 2.0), opposite=st.booleans())
 def test_one_head_for_point_masses(seed, d, xi, opposite):
-    # Remark rem-07-point-masses: for gamma = 0 one head is exact iff m1 = -m2 or d >= 3
+    # Remark rem-08-point-masses: for gamma = 0 one head is exact iff m1 = -m2 or d >= 3
     rng = np.random.default_rng(seed)
     m1 = rng.normal(size=d)
     m1 *= rng.uniform(0.5, 3.0) / np.linalg.norm(m1)
@@ -224,7 +224,7 @@ def test_iterated_denoiser_and_tanh_fixed_point():
     xi = 3.0 / 1.5
     gm = GaussianMixture.isotropic([0.5, 0.5], [[0.0, 3.0], [0.0, -3.0]], 0.0)
     assert np.isclose(separation(gm.means, xi), 1.5)
-    # gamma > 0: the threshold ||m1 - m2||^2 / 4 = gamma^2 + xi^2 (Proposition prop-08-modes)
+    # gamma > 0: the threshold ||m1 - m2||^2 / 4 = gamma^2 + xi^2 (Proposition prop-09-modes)
     assert np.isclose(separation([[0.0, 1.5], [0.0, -1.5]], 1.0, gamma=1.0), 1.5 / np.sqrt(2))
     with pytest.raises(ValueError, match="means"):
         separation([[0.0, 1.0]], 1.0)

@@ -303,7 +303,7 @@ def test_readout_construction_and_softmax_xor_readout():
     X = gm.sample(100, 2)[0]
     out = softmax_attention_limit(token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U, V)[:, 0]
     np.testing.assert_allclose(out, xor_posterior_mean(X), atol=1e-12)
-    # U -> omega U: the readout is tanh(4 omega x1) tanh(4 omega x2) (exercise ex-06-scale)
+    # U -> omega U: the readout is tanh(4 omega x1) tanh(4 omega x2) (exercise ex-07-scale)
     U3, V3 = readout_construction(0.5 * np.eye(2), 1, omega=3.0)
     out3 = softmax_attention_limit(token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U3, V3)[:, 0]
     np.testing.assert_allclose(out3, np.tanh(12 * X[:, 0]) * np.tanh(12 * X[:, 1]), atol=1e-12)
