@@ -13,8 +13,10 @@ entry (chapter, claim label, value, reference, tolerance and why, method, verdic
   linked to its theorem, proposition, lemma, corollary or equation,
 * writes ``_build/ledger.json`` (all entries) and ``_build/ledger_claims.json`` (every
   claim of the book with its number of checks or its reason for having none),
+* shows, for each check whose evidence is random, the smallest relative error of the claim
+  it detects (``CheckResult.detectable``, also in ``ledger.json``),
 * warns — an error under ``-W`` — when a claim has neither a check nor an ``{unchecked}``
-  note, or when a recorded check failed.
+  note, when a random check cannot see a 10 % error, or when a recorded check failed.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from doctables import table
 
 logger = logging.getLogger(__name__)
 
-LEDGER_ENV = "GMMLIB_LEDGER_DIR"
+from gmmlib.checks import LEDGER_ENV, MAX_DETECTABLE  # one definition of each (gmmlib is installed)
+
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
 LEDGER_DOC_KEY = "verification_ledger_docs"
 
@@ -54,6 +57,15 @@ def method_category(method: str) -> str:
     if "scipy" in m or "numpy.linalg" in m or "independent" in m or "tweedie" in m or "finite difference" in m:
         return "independent computation"
     return "closed form"
+
+
+def detects(entry: dict[str, Any]) -> str:
+    """The ledger's "detects" cell: the relative error a random check sees, or "exact" for the others."""
+    d = entry.get("detectable")
+    if d is None:
+        return "deterministic"
+    flag = "" if d <= MAX_DETECTABLE else f" — above the book's {MAX_DETECTABLE:.0%}"
+    return f"random: {d:.1%}{flag}"
 
 
 def ledger_dir(app: Sphinx) -> Path:
@@ -187,6 +199,7 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     checked_labels = {e["claim"] for e in all_entries}
     methods = Counter(method_category(e["method"]) for e in all_entries)
     n_pass = sum(bool(e["passed"]) for e in all_entries)
+    random = [e["detectable"] for e in all_entries if e.get("detectable") is not None]
 
     content: list[nodes.Node] = []
     summary = table(
@@ -213,7 +226,11 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         f"Every check names a wrong answer that the same comparison must reject (its negative control): "
         f"{sum(bool(c['rejected']) for e in all_entries for c in (e.get('controls') or []))} of "
         f"{sum(len(e.get('controls') or []) for e in all_entries)} controls were rejected. By method: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(methods.items(), key=lambda kv: -kv[1])) + "."
+        + ", ".join(f"{k} {v}" for k, v in sorted(methods.items(), key=lambda kv: -kv[1])) + ". "
+        f"{len(random)} checks compare with random evidence (Monte Carlo, finite prompts, training "
+        "from random starts); each states the smallest relative error of its claim that it would "
+        f"detect, and fails when that exceeds {MAX_DETECTABLE:.0%}"
+        + (f" (largest in this build: {max(random):.1%})." if random else ".")
     ))
     content.append(summary)
 
@@ -239,11 +256,13 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
                 what,
                 e["comparison"],
                 e["why"],
+                detects(e),
                 control_cell,
             ])
         section += table(["claim", "what is compared — how the reference was obtained", "result",
-                           "why this tolerance", "negative control: the wrong answer it rejects"],
-                          rows, [12, 28, 22, 18, 20])
+                           "why this tolerance", "smallest error it detects",
+                           "negative control: the wrong answer it rejects"],
+                          rows, [12, 26, 20, 16, 9, 17])
         content.append(section)
 
     for ph in placeholders:
@@ -284,6 +303,11 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
         elif not all(c["rejected"] for c in controls):
             logger.warning(f"verification ledger: a check of '{e['claim']}' in {e['chapter']} does not reject "
                            "its negative control", type="ledger", subtype="weak-control")
+    for e in entries:
+        if e.get("detectable") is not None and e["detectable"] > MAX_DETECTABLE:
+            logger.warning(f"verification ledger: a random check of '{e['claim']}' in {e['chapter']} detects only "
+                           f"a {e['detectable']:.1%} error (the book asks for {MAX_DETECTABLE:.0%})",
+                           type="ledger", subtype="weak-power")
     for e in entries:
         if not e["passed"]:
             logger.warning(f"verification ledger: a check of '{e['claim']}' failed in {e['chapter']}",

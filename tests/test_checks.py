@@ -1,4 +1,9 @@
-"""The check helpers: verdicts, negative controls, failures, ledger files and tolerance helpers."""
+"""The check helpers: verdicts, negative controls, failures, ledger files and tolerance helpers.
+
+One argument order everywhere: the claim first, the evidence second; a control replaces the
+claim; a check returns nothing; a random check states the error it detects and fails above
+MAX_DETECTABLE.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from gmmlib.checks import (CheckFailed, Control, Estimate, Ledger, converged_quadrature, monte_carlo_mean,
-                           replicates, richardson_derivative)
+from gmmlib.checks import (MAX_DETECTABLE, CheckFailed, CheckResult, Control, Estimate, Ledger, converged_quadrature,
+                           glue, monte_carlo_mean, replicates, richardson_derivative)
 from gmmlib.seeding import SEED_ENV, Seeds, base_seed
 
 
@@ -28,7 +33,7 @@ def test_ledger_records_controls_and_writes(tmp_path, capsys):
     assert [e["index"] for e in data] == [1, 2, 3, 4]
     assert all(e["passed"] for e in data)
     assert all(c["rejected"] for e in data for c in e["controls"])
-    assert data[1]["controls"][0]["margin"] == "at 9 se > 4 se"
+    assert data[1]["controls"][0]["margin"] == "at 10 se > 4 se"  # the control replaces the claim 0.51
     assert {"chapter", "claim", "value", "reference", "tolerance", "method", "passed", "controls"} <= set(data[0])
     assert "4/4 negative controls rejected" in led.summary() or "5/5 negative controls rejected" in led.summary()
 
@@ -112,7 +117,8 @@ def test_replicates_and_monte_carlo_mean_write_their_why():
     mc = monte_carlo_mean(rng.normal(size=(10_000, 2)))
     assert "10,000 i.i.d. draws" in mc.why and "Bonferroni over 2 entries" in mc.why
     led = Ledger("05_test", directory=None)
-    led.within_se(mc, np.zeros(2), claim="c", what="mean zero", control=Control("mean 0.2", np.full(2, 0.2)))
+    led.within_se(np.zeros(2), mc, claim="c", what="mean zero", scale=1.0,
+                  control=Control("mean 0.2", np.full(2, 0.2)))
     with pytest.raises(ValueError, match="at least 100"):
         monte_carlo_mean(np.ones(5))
 
@@ -131,3 +137,163 @@ def test_seeds_are_named_streams_and_follow_the_environment(monkeypatch):
         base_seed()
     with pytest.raises(TypeError, match="chapter"):
         Seeds("1")
+
+
+# ---------------------------------------------------------------- the one API (issue 20, item 7)
+def test_checks_return_nothing_and_ledger_last_is_the_result(tmp_path):
+    led = Ledger("06_test", directory=tmp_path)
+    with pytest.raises(IndexError):
+        led.last
+    out = led.close(2.0, 2.0 + 1e-12, atol=1e-10, claim="c", what="w", method="m", why="y",
+                    control=Control("3", 3.0))
+    assert out is None
+    assert isinstance(led.last, CheckResult) and led.last.passed and led.last.index == 1
+    assert led.last.value == 2.0 and led.last.reference == 2.0 + 1e-12  # claim first, evidence second
+    for call in (lambda: led.within_se(0.5, 0.5, 0.01, claim="c", what="w", method="m", control=Control("0.6", 0.6)),
+                 lambda: led.below(0.1, 0.2, claim="c", what="w", method="m", why="y", control=Control("1", 1.0)),
+                 lambda: led.above(0.3, 0.2, claim="c", what="w", method="m", why="y", control=Control("0", 0.0))):
+        assert call() is None
+    assert [e.index for e in led.entries] == [1, 2, 3, 4] and led.last is led.entries[-1]
+
+
+def test_controls_replace_the_claim_by_default(tmp_path):
+    led = Ledger("07_test", directory=tmp_path)
+    # claim 1.0 against evidence 1.0 ± 0.1: the control's 2.0 is compared with the evidence 1.0
+    led.close(1.0, 1.0, atol=0.1, claim="c", what="w", method="m", why="y", control=Control("doubled", 2.0))
+    c = led.last.controls[0]
+    assert c["replaces"] == "value" and c["value"] == 2.0 and c["rejected"]
+    # the evidence may be replaced explicitly
+    led.close(1.0, 1.0, atol=0.1, claim="c", what="w", method="m", why="y",
+              control=Control("other reference", 3.0, replaces="reference"))
+    assert led.last.controls[0]["replaces"] == "reference"
+    with pytest.raises(ValueError, match="can replace"):
+        led.close(1.0, 1.0, atol=0.1, claim="c", what="w", method="m", why="y",
+                  control=Control("a bound", 3.0, replaces="bound"))
+
+
+def test_require_control_is_the_default():
+    assert Ledger("08_test", directory=None).require_control is True
+    led = Ledger("08_test", directory=None)
+    for call in (lambda: led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y"),
+                 lambda: led.within_se(1.0, 1.0, 0.1, claim="c", what="w", method="m"),
+                 lambda: led.below(0.1, 0.2, claim="c", what="w", method="m", why="y"),
+                 lambda: led.above(0.3, 0.2, claim="c", what="w", method="m", why="y")):
+        with pytest.raises(TypeError, match="control=Control"):
+            call()
+    assert led.entries == []
+    scratch = Ledger("08_test", directory=None, require_control=False)
+    scratch.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y")
+    assert scratch.last.passed and scratch.last.controls == ()
+
+
+def test_within_se_refuses_the_estimate_first():
+    rng = np.random.default_rng(1)
+    est = replicates(rng.normal(1.0, 0.01, size=(10,)))
+    led = Ledger("09_test", directory=None)
+    with pytest.raises(TypeError, match="claim first"):
+        led.within_se(est, 1.0, claim="c", what="w", control=Control("2", 2.0))
+    with pytest.raises(ValueError, match="without a standard error"):
+        led.within_se(1.0, Estimate(np.float64(1.0), np.float64(0.1), "w", "m"), claim="c", what="w",
+                      control=Control("2", 2.0))
+
+
+def test_estimate_indexes_value_error_and_se():
+    est = replicates(np.random.default_rng(2).normal(size=(6, 3, 2)))
+    part = est[1]
+    assert isinstance(part, Estimate) and part.value.shape == (2,)
+    np.testing.assert_array_equal(part.value, est.value[1])
+    np.testing.assert_array_equal(part.se, est.se[1])
+    np.testing.assert_array_equal(part.error, est.error[1])
+    assert part.k == est.k and part.why == est.why and part.method == est.method
+    col = est[:, 0]
+    assert col.value.shape == (3,) and np.allclose(col.se, est.se[:, 0])
+    scalar_err = Estimate(np.arange(3.0), np.float64(0.5), "w", "m")  # a scalar error broadcasts
+    assert scalar_err[2].value == 2.0 and scalar_err[2].error == 0.5 and scalar_err[2].se is None
+
+
+def test_detectable_error_of_within_se(tmp_path):
+    led = Ledger("10_test", directory=tmp_path)
+    # claim 1.0, estimate 1.01, se 0.01, k = 4: a shift of the claim by more than
+    # k·se + |v − e| = 0.04 + 0.01 is rejected, relative to |claim| = 1: 5 %
+    led.within_se(1.0, 1.01, 0.01, claim="c", what="w", method="m", control=Control("1.2", 1.2))
+    assert led.last.detectable == pytest.approx(0.05)
+    assert led.last.random and "detects a 5.0% error" in led.last.comparison
+    data = json.loads((tmp_path / "10_test.json").read_text())
+    assert data[-1]["detectable"] == pytest.approx(0.05)  # ledger.json carries it
+    # deterministic checks have no detectable error
+    led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y", control=Control("2", 2.0))
+    assert led.last.detectable is None and not led.last.random
+
+
+def test_a_random_check_that_cannot_see_10_percent_fails(tmp_path):
+    assert MAX_DETECTABLE == 0.10
+    led = Ledger("11_test", directory=tmp_path)
+    # se = 0.05, k = 4: half-width 0.2 on a claim of 1: detects only a 20 % error
+    with pytest.raises(CheckFailed, match="too weak.*20.0%"):
+        led.within_se(1.0, 1.0, 0.05, claim="c", what="w", method="m", control=Control("2", 2.0))
+    assert led.last.passed is False and led.last.detectable == pytest.approx(0.2)
+    # just inside: 0.1 / 1 with se = 0.025
+    led.within_se(1.0, 1.0, 0.025, claim="c", what="w", method="m", control=Control("2", 2.0))
+    assert led.last.passed and led.last.detectable == pytest.approx(0.1)
+
+
+def test_close_with_a_random_estimate_states_its_power(tmp_path):
+    samples = 1.0 + np.random.default_rng(3).normal(0, 0.001, size=(5_000,))
+    mc = monte_carlo_mean(samples)
+    led = Ledger("12_test", directory=tmp_path)
+    led.close(1.0, mc, claim="c", what="w", control=Control("1.1", 1.1))
+    bound = float(mc.error)
+    assert led.last.detectable == pytest.approx(bound + abs(1.0 - float(mc.value)))
+    # a quadrature Estimate (no se) is not random
+    est = converged_quadrature(lambda n: 1.0 + 2.0 ** -n, 30)
+    led.close(1.0, est, claim="c", what="w", control=Control("1.1", 1.1))
+    assert led.last.detectable is None
+
+
+def test_a_zero_claim_needs_scale(tmp_path):
+    led = Ledger("13_test", directory=tmp_path)
+    with pytest.raises(ValueError, match="scale="):
+        led.within_se(0.0, 0.001, 0.01, claim="c", what="w", method="m", control=Control("1", 1.0))
+    led.within_se(0.0, 0.001, 0.01, claim="c", what="w", method="m", scale=1.0, control=Control("1", 1.0))
+    assert led.last.detectable == pytest.approx(0.041)
+    led.within_se(np.zeros(2), np.array([0.0, 0.002]), 0.01, claim="c", what="w", method="m",
+                  scale=np.array([1.0, 0.5]), control=Control("1", 1.0))
+    assert led.last.detectable == pytest.approx(0.042 / 0.5)  # the worst entry
+
+
+def test_glue_outside_myst_nb_does_nothing(monkeypatch):
+    import builtins
+    import sys
+
+    real_import = builtins.__import__
+
+    def no_myst_nb(name, *args, **kwargs):
+        if name == "myst_nb" or name.startswith("myst_nb."):
+            raise ImportError("no myst-nb here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "myst_nb", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+    assert glue("x", np.float64(0.5)) is None
+    with pytest.raises(ValueError, match="name"):
+        glue("", 1.0)
+
+
+def test_glue_hands_plain_numbers_to_myst_nb(monkeypatch):
+    import sys
+    import types
+
+    seen = {}
+    fake = types.ModuleType("myst_nb")
+    fake.glue = lambda name, value, display=True: seen.update({name: (value, display)})
+    monkeypatch.setitem(sys.modules, "myst_nb", fake)
+    glue("a", np.float32(0.25))
+    glue("n", np.int64(7))
+    assert seen["a"] == (0.25, False) and type(seen["a"][0]) is float
+    assert seen["n"] == (7, False) and type(seen["n"][0]) is int
+
+
+def test_glue_in_a_kernel_without_a_front_end_displays_nothing(capsys):
+    pytest.importorskip("myst_nb")
+    glue("quiet", 0.123)  # outside IPython myst-nb's glue must not print or raise
+    assert capsys.readouterr().out == ""
