@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
-    "check_mixture",
+    "check_covariances",
     "check_points",
     "check_queries",
     "check_U",
@@ -96,13 +96,37 @@ def check_positive(x: Any, name: str, *, integer: bool = False, allow_zero: bool
     return x
 
 
-def check_mixture(mixture: Any, name: str = "mixture") -> Any:
-    """Return ``mixture`` if it is a :class:`~gmmlib.mixtures.GaussianMixture`, else raise ``TypeError``."""
-    from .mixtures import GaussianMixture  # local: mixtures imports this module
+#: Relative tolerance for symmetry and for the sign of the smallest eigenvalue of a covariance.
+SYM_TOL = 1e-10
 
-    if not isinstance(mixture, GaussianMixture):
-        raise TypeError(f"{name} must be a GaussianMixture, got {type(mixture).__name__}")
-    return mixture
+
+def check_covariances(covs: Any, name: str = "covs", *, definite: bool = False) -> np.ndarray:
+    r"""The one validator of covariance matrices: a (d, d) matrix or a (K, d, d) stack.
+
+    Each matrix must be symmetric to ``SYM_TOL`` relative to its largest entry, and positive
+    semi-definite (``definite=False``: eigenvalues :math:`\ge -\text{SYM\_TOL}\cdot` scale,
+    point masses allowed) or positive definite (``definite=True``: eigenvalues :math:`> 0`).
+    Returns the exactly symmetrised float64 array; raises ``ValueError`` naming ``name``, the
+    component and the offending asymmetry or eigenvalue.
+    """
+    C = as_float_array(covs, name, ndim=(2, 3))
+    if C.shape[-1] != C.shape[-2] or C.shape[-1] == 0:
+        raise ValueError(f"{name} must hold square (d, d) matrices with d >= 1, got shape {C.shape}")
+    stack = C if C.ndim == 3 else C[None]
+    scale = max(1.0, float(np.max(np.abs(stack)))) if stack.size else 1.0
+    gap = np.max(np.abs(stack - np.swapaxes(stack, -1, -2)), axis=(-1, -2)) if stack.size else np.zeros(1)
+    if np.max(gap) > SYM_TOL * scale:
+        where = f"; component {int(np.argmax(gap))}" if C.ndim == 3 else ""
+        raise ValueError(f"{name} must be symmetric{where} differs from its transpose by {np.max(gap):.3g}")
+    sym = 0.5 * (stack + np.swapaxes(stack, -1, -2))
+    low = np.linalg.eigvalsh(sym).min(axis=-1)
+    bad = low <= 0 if definite else low < -SYM_TOL * scale
+    if np.any(bad):
+        k = int(np.argmin(low))
+        where = f"; component {k}" if C.ndim == 3 else ""
+        kind = "positive definite" if definite else "positive semi-definite"
+        raise ValueError(f"{name} must be {kind}{where} has eigenvalue {low[k]:.3g}")
+    return sym if C.ndim == 3 else sym[0]
 
 
 def check_queries(queries: Any, d: int, name: str = "queries") -> tuple[np.ndarray, bool]:

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import as_float_array, check_matrix, check_mixture, check_points, check_positive, check_rng
+from ._validation import as_float_array, check_matrix, check_points, check_positive, check_rng
+from .mixtures import check_mixture
 from .attention import Head, softmax_attention
 from .limits import softmax_attention_limit
 from .mixtures import GaussianMixture

@@ -63,7 +63,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 from torch import nn
 
-from ._validation import as_float_array, check_positive
+from ._validation import as_float_array, check_covariances, check_positive
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite, gaussian_nodes
 
@@ -131,11 +131,7 @@ class LDAModel:
         G = as_float_array(self.cov, "cov", ndim=2)
         if G.shape != (d, d):
             raise ValueError(f"cov must have shape ({d}, {d}), got {G.shape}")
-        if np.max(np.abs(G - G.T)) > 1e-10 * max(1.0, np.max(np.abs(G))):
-            raise ValueError("cov must be symmetric")
-        G = 0.5 * (G + G.T)
-        if np.min(np.linalg.eigvalsh(G)) <= 0:
-            raise ValueError("cov must be positive definite")
+        G = check_covariances(G, "cov", definite=True)
         for arr in (m1, m0, G):
             arr.setflags(write=False)
         object.__setattr__(self, "pi_pos", float(self.pi_pos))

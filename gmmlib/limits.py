@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from ._validation import (check_mixture, check_positive, check_queries, check_rng, check_U,
+from ._validation import (check_positive, check_queries, check_rng, check_U,
                           check_V)
-from .mixtures import GaussianMixture
+from .mixtures import GaussianMixture, check_mixture
 
 __all__ = [
     "attention_gates",

@@ -31,12 +31,10 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from ._validation import as_float_array, check_positive, check_rng
+from ._validation import as_float_array, check_covariances, check_positive, check_rng
 
 __all__ = ["GaussianMixture"]
 
-_SYM_TOL = 1e-10
-_PSD_TOL = 1e-10
 _WEIGHT_TOL = 1e-8
 #: Beyond this size a logit's rounding error (1e-4) would show in a softmax: such rows saturate.
 _FAR_LOGIT = 1e12
@@ -46,21 +44,7 @@ _TILT_OVERFLOW = ("the tilt's log-weights log π_k + aᵀm_k + aᵀΓ_k a/2 over
 
 def _validate_covs(covs: np.ndarray, name: str = "covs") -> np.ndarray:
     """Check a stack of symmetric PSD matrices and return it exactly symmetrised."""
-    scale = max(1.0, float(np.max(np.abs(covs)))) if covs.size else 1.0
-    asym = np.max(np.abs(covs - np.swapaxes(covs, -1, -2))) if covs.size else 0.0
-    if asym > _SYM_TOL * scale:
-        k = int(np.argmax(np.max(np.abs(covs - np.swapaxes(covs, -1, -2)), axis=(-1, -2))))
-        raise ValueError(
-            f"{name} must be symmetric; component {k} differs from its transpose by {asym:.3g}"
-        )
-    sym = 0.5 * (covs + np.swapaxes(covs, -1, -2))
-    eig = np.linalg.eigvalsh(sym)
-    if np.min(eig) < -_PSD_TOL * scale:
-        k = int(np.argmin(np.min(eig, axis=-1)))
-        raise ValueError(
-            f"{name} must be positive semi-definite; component {k} has eigenvalue {np.min(eig):.3g}"
-        )
-    return sym
+    return check_covariances(covs, name)
 
 
 def _saturating_softmax(Xhat: np.ndarray, scale: np.ndarray, M: np.ndarray, b: np.ndarray,
@@ -441,3 +425,10 @@ class GaussianMixture:
             raise ValueError(f"cov must have shape ({self.dim}, {self.dim}), got {cov.shape}")
         cov = _validate_covs(cov[None], "cov")[0]
         return GaussianMixture(self.weights.copy(), self.means.copy(), self.covs + cov[None])
+
+
+def check_mixture(mixture: Any, name: str = "mixture") -> GaussianMixture:
+    """Return ``mixture`` if it is a :class:`GaussianMixture`, else raise ``TypeError``."""
+    if not isinstance(mixture, GaussianMixture):
+        raise TypeError(f"{name} must be a GaussianMixture, got {type(mixture).__name__}")
+    return mixture

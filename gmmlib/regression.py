@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._validation import as_float_array, check_positive, check_rng
+from ._validation import as_float_array, check_covariances, check_positive, check_rng
 from .attention import PromptBatch
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
@@ -85,15 +85,7 @@ def check_covariance(cov: Any, name: str = "cov") -> np.ndarray:
         If it is not square, not symmetric (to 1e-10 relative) or not positive definite.
     """
     S = as_float_array(cov, name, ndim=2)
-    if S.shape[0] != S.shape[1] or S.shape[0] == 0:
-        raise ValueError(f"{name} must be a square (d, d) matrix with d >= 1, got shape {S.shape}")
-    scale = max(1.0, float(np.max(np.abs(S))))
-    if np.max(np.abs(S - S.T)) > 1e-10 * scale:
-        raise ValueError(f"{name} must be symmetric")
-    S = 0.5 * (S + S.T)
-    if np.min(np.linalg.eigvalsh(S)) <= 0:
-        raise ValueError(f"{name} must be positive definite")
-    return S
+    return check_covariances(S, name, definite=True)
 
 
 def _check_A_b(A: Any, b: Any, d: int) -> tuple[np.ndarray, float]:

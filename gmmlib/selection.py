@@ -38,7 +38,8 @@ import torch
 from scipy.special import logsumexp, softmax
 from scipy.stats import multivariate_normal, norm
 
-from ._validation import as_float_array, check_mixture, check_positive, check_queries, check_rng, check_V
+from .mixtures import check_mixture
+from ._validation import as_float_array, check_positive, check_queries, check_rng, check_V
 from .attention import Head, PromptBatch
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
