@@ -34,12 +34,12 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
+from gmmlib.checks import LEDGER_ENV, MAX_DETECTABLE  # one definition of each (gmmlib is installed)
+
 from doctables import para as _para  # _ext/ is on the path of local extensions
 from doctables import table
 
 logger = logging.getLogger(__name__)
-
-from gmmlib.checks import LEDGER_ENV, MAX_DETECTABLE  # one definition of each (gmmlib is installed)
 
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
 LEDGER_DOC_KEY = "verification_ledger_docs"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -15,6 +16,31 @@ from gmmlib import GaussianMixture
 
 
 REPO = Path(__file__).resolve().parent.parent
+#: The chapters' sources: MyST Markdown notebooks, each paired with a stripped .ipynb (jupytext).
+CHAPTER_GLOB = "book/[0-9][0-9]_*.md"
+
+
+def chapter_sources(root: Path = REPO) -> list[Path]:
+    """The chapters' MyST sources ``book/NN_*.md``, in order (the files one edits and reviews)."""
+    return sorted(root.glob(CHAPTER_GLOB))
+
+
+@functools.lru_cache(maxsize=None)
+def _read_chapter(path: str, mtime: float):
+    import jupytext
+
+    return jupytext.read(path)
+
+
+def read_chapter(path: Path):
+    """The chapter at ``path`` (``.md`` or ``.ipynb``) as an nbformat notebook, read by jupytext."""
+    return _read_chapter(str(path), Path(path).stat().st_mtime)
+
+
+def chapter_cells(path: Path, cell_type: str | None = None) -> list[tuple[int, str, set[str]]]:
+    """``(index, source, tags)`` of the chapter's cells (of one type if given), indices over all cells."""
+    return [(i, c.source, set(c.metadata.get("tags", [])))
+            for i, c in enumerate(read_chapter(path).cells) if cell_type is None or c.cell_type == cell_type]
 
 
 def load_repo_module(folder: str, name: str) -> ModuleType:

@@ -1,4 +1,8 @@
-"""Book-level checks that need no execution: how notebooks are stored, and the toc.
+"""Book-level checks that need no execution: how chapters are stored, and the toc.
+
+A chapter is its MyST source ``book/NN_*.md`` (read here through jupytext); the paired
+``.ipynb`` beside it is kept stripped for Colab's and Binder's launch buttons
+(tests/test_pairs.py checks that the two agree).
 
 The executed, strict build (``make test``) checks the rest: every cell runs and every
 cross-reference resolves.
@@ -12,10 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import load_repo_module
+from .conftest import chapter_sources, load_repo_module, read_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
+CHAPTERS = chapter_sources(ROOT)
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
 PAGES = sorted(p for p in BOOK.rglob("*") if p.suffix in {".ipynb", ".md"}
                and ".ipynb_checkpoints" not in p.parts)
@@ -51,8 +56,8 @@ TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 TOC_ENTRIES = [_strip_suffix(f) for f in _toc_files(TOC)]
 
 
-def test_there_are_notebooks():
-    assert NOTEBOOKS, "book/ holds no notebook"
+def test_there_are_chapters():
+    assert CHAPTERS, "book/ holds no chapter source book/NN_*.md"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -64,10 +69,9 @@ def test_notebook_stored_without_outputs(path):
                        "clear them before committing (Kernel > Restart & Clear Output)")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_kernel_is_python3(path):
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    name = nb.get("metadata", {}).get("kernelspec", {}).get("name")
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_kernel_is_python3(path):
+    name = read_chapter(path).metadata.get("kernelspec", {}).get("name")
     assert name == "python3", f"{path.name}: kernelspec name is {name!r}, expected 'python3'"
 
 
@@ -82,6 +86,15 @@ def test_every_book_page_is_in_the_toc():
     missing = [p.relative_to(ROOT).as_posix() for p in PAGES
                if _strip_suffix(p.relative_to(ROOT).as_posix()) not in listed]
     assert not missing, f"pages under book/ missing from _toc.yml: {missing}"
+
+
+def test_every_chapter_in_the_toc_is_a_myst_notebook():
+    """A chapter of the toc is built from its .md (the build excludes book/*.ipynb)."""
+    numbered = [e for e in TOC_ENTRIES if e.startswith("book/") and e.split("/")[-1][:2].isdigit()]
+    assert numbered, "the toc lists no chapter"
+    missing = [e for e in numbered if not (ROOT / f"{e}.md").is_file()]
+    assert not missing, f"chapters of _toc.yml without a MyST source: {missing}"
+    assert sorted(f"book/{p.stem}" for p in CHAPTERS) == sorted(numbered), "book/NN_*.md and the toc differ"
 
 
 def test_every_toc_entry_exists():

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import chapter_sources, read_chapter
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 pytestmark = pytest.mark.built
@@ -20,20 +22,16 @@ CLAIM_RE = re.compile(r"```+\{prf:(theorem|proposition|lemma|corollary)\}[^\n]*\
 
 
 def _chapters() -> list[str]:
-    import yaml
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [c["file"] for part in toc["parts"] for c in part.get("chapters", [])]
-    return [f.split("/")[-1] for f in files if (ROOT / f"{f}.ipynb").is_file()]
+    """The chapters' names, from their MyST sources book/NN_*.md."""
+    return [p.stem for p in chapter_sources(ROOT)]
 
 
 def _source_claims() -> dict[str, str]:
     claims = {}
-    for chapter in _chapters():
-        nb = json.loads((ROOT / "book" / f"{chapter}.ipynb").read_text())
-        text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    for path in chapter_sources(ROOT):
+        text = "\n".join(c.source for c in read_chapter(path).cells if c.cell_type == "markdown")
         for _, label in CLAIM_RE.findall(text):
-            claims[label] = chapter
+            claims[label] = path.stem
     return claims
 
 
@@ -80,6 +78,20 @@ def test_ledger_page_shows_this_build(ledger):
     assert f"This build ran {len(ledger)} checks, of which {n_pass} passed" in html
     for chapter in {e["chapter"] for e in ledger}:
         assert f'href="{chapter}.html' in html, f"the ledger page does not link to {chapter}"
+
+
+def test_random_checks_state_their_power(ledger):
+    """ledger.json carries `detectable`: null for deterministic checks, at most 10 % for random ones."""
+    from gmmlib.checks import MAX_DETECTABLE
+
+    assert all("detectable" in e for e in ledger), "ledger entries without the `detectable` field"
+    weak = [f"{e['chapter']} [{e['claim']}] {e['what']}: {e['detectable']:.1%}" for e in ledger
+            if e["detectable"] is not None and e["detectable"] > MAX_DETECTABLE]
+    assert not weak, "random checks that cannot see a 10 % error:\n" + "\n".join(weak)
+    html = (BUILD / "html" / "book" / "ledger.html").read_text()
+    assert "smallest error it detects" in html
+    if any(e["detectable"] is not None for e in ledger):
+        assert "random: " in html
 
 
 def test_every_check_has_a_rejected_control(ledger):

@@ -143,7 +143,7 @@ def test_seeds_are_named_streams_and_follow_the_environment(monkeypatch):
 def test_checks_return_nothing_and_ledger_last_is_the_result(tmp_path):
     led = Ledger("06_test", directory=tmp_path)
     with pytest.raises(IndexError):
-        led.last
+        _ = led.last
     out = led.close(2.0, 2.0 + 1e-12, atol=1e-10, claim="c", what="w", method="m", why="y",
                     control=Control("3", 3.0))
     assert out is None

@@ -6,12 +6,13 @@ These tests read the sources (no build needed); the strict build checks the same
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+
+from .conftest import chapter_sources, read_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -21,32 +22,30 @@ PAPER_RE = re.compile(r"^```+\{paper\}\s+(\S+)\s+(.+?)\s*\n((?::\w+:.*\n)*)", re
 
 
 def _markdown_sources() -> dict[str, str]:
+    """The Markdown of every page: a chapter's Markdown cells (its .md read by jupytext), other pages whole."""
+    chapters = chapter_sources(ROOT)
     out = {}
-    for path in sorted(BOOK.glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        out[path.name] = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    for path in chapters:
+        cells = read_chapter(path).cells
+        out[path.name] = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     for path in sorted(BOOK.glob("*.md")):
-        out[path.name] = path.read_text(encoding="utf-8")
+        if path not in chapters:
+            out[path.name] = path.read_text(encoding="utf-8")
     return out
 
 
 def _labels() -> set[str]:
     """Every label a {paper} row may name: claims, equations, sections, figures (also from cell metadata)."""
     labels: set[str] = set()
-    for path in sorted(BOOK.glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        for cell in nb["cells"]:
-            src = "".join(cell["source"])
-            labels |= set(re.findall(r"^:(?:label|name):\s*(\S+)", src, re.M))
-            labels |= set(re.findall(r"^\((\S+)\)=\s*$", src, re.M))
-            labels |= set(re.findall(r"\$\$\s*\((\S+)\)", src))
-            fig = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+    for text in _markdown_sources().values():
+        labels |= set(re.findall(r"^:(?:label|name):\s*(\S+)", text, re.M))
+        labels |= set(re.findall(r"^\((\S+)\)=\s*$", text, re.M))
+        labels |= set(re.findall(r"\$\$\s*\((\S+)\)", text))
+    for path in chapter_sources(ROOT):
+        for cell in read_chapter(path).cells:
+            fig = cell.metadata.get("mystnb", {}).get("figure", {})
             if fig.get("name"):
                 labels.add(fig["name"])
-    for path in sorted(BOOK.glob("*.md")):
-        src = path.read_text(encoding="utf-8")
-        labels |= set(re.findall(r"^:(?:label|name):\s*(\S+)", src, re.M))
-        labels |= set(re.findall(r"^\((\S+)\)=\s*$", src, re.M))
     return labels
 
 
