@@ -21,7 +21,12 @@ import numpy as np
 from cycler import cycler
 
 __all__ = ["PALETTE", "SliderFigure", "use_book_style", "loglog_fit", "plot_loglog_fit", "density_grid",
-           "slider_figure", "live_sliders", "HEADLESS_ENV"]
+           "interactive_figure", "slider_figure", "live_sliders", "HEADLESS_ENV", "MAX_SLIDER_BYTES"]
+
+#: Set to ``1`` in every kernel that the book's build and scripts start (no front end attached).
+HEADLESS_ENV = "GMMLIB_HEADLESS"
+#: The most a page's slider figure may embed (its base64 frames), in bytes.
+MAX_SLIDER_BYTES = 2_000_000
 
 #: Okabe–Ito colours, safe for the common forms of colour blindness.
 PALETTE: dict[str, str] = {
@@ -135,7 +140,7 @@ class SliderFigure:
 
     @property
     def size_bytes(self) -> int:
-        """The size of the embedded frames (base64), which the book keeps under 2 MB per figure."""
+        """The size of the embedded frames (base64), at most :data:`MAX_SLIDER_BYTES` per figure."""
         return sum(len(f) for f in self.frames)
 
     def _labels(self) -> list[list[str]]:
@@ -190,12 +195,11 @@ def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *,
     ----------
     draw : callable
         ``draw(**{name: value}) -> matplotlib.figure.Figure``; the same function the
-        chapter's ipywidgets slider calls, so the two cannot tell different stories. Each
-        figure is closed once rendered.
+        chapter's live sliders call (:func:`interactive_figure`), so the two cannot tell
+        different stories. Each figure is closed once rendered.
     grid : dict of str to sequence of float
         One slider per key (its label, which is also ``draw``'s keyword), each with at least
-        2 values. The frames are the product of the grids: keep it small (the book keeps
-        each figure under 2 MB).
+        2 values. The frames are the product of the grids: keep it small.
     alt : str
         Alternative text of the image (usually the figure's caption, shortened).
     value_format : str
@@ -205,6 +209,12 @@ def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *,
         is snapped to its grid's nearest point).
     dpi : int
         Resolution of the frames (lower keeps the page small).
+
+    Raises
+    ------
+    ValueError
+        When the frames together exceed :data:`MAX_SLIDER_BYTES` (2 MB): a page must stay
+        light; use fewer grid values or a lower ``dpi``.
     """
     if not callable(draw):
         raise TypeError("draw must be a callable (**values) -> matplotlib Figure")
@@ -236,15 +246,83 @@ def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *,
         fig.savefig(buf, format="png", dpi=dpi)
         plt.close(fig)
         frames.append(base64.b64encode(buf.getvalue()).decode("ascii"))
-    return SliderFigure(tuple(frames), tuple(axes), alt, value_format, first)
+    figure = SliderFigure(tuple(frames), tuple(axes), alt, value_format, first)
+    if figure.size_bytes > MAX_SLIDER_BYTES:
+        raise ValueError(
+            f"the slider figure {alt!r} embeds {figure.size_bytes / 1e6:.2f} MB in {len(frames)} frames, above "
+            f"the book's {MAX_SLIDER_BYTES / 1e6:g} MB per figure: use fewer values in grid or a lower dpi")
+    return figure
 
 
-#: Set to ``1`` in every kernel that the book's build and scripts start (no front end attached).
-HEADLESS_ENV = "GMMLIB_HEADLESS"
+def headless() -> bool:
+    """True when no front end can show a widget: ``GMMLIB_HEADLESS`` set, or no IPython kernel running."""
+    import os
+
+    if os.environ.get(HEADLESS_ENV, "").strip() not in ("", "0"):
+        return True
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of the book
+        return True
+    shell = get_ipython()
+    return shell is None or not hasattr(shell, "kernel")
 
 
-def live_sliders(draw: Callable[..., Any], controls: dict[str, Any]) -> Any:
+def interactive_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *, alt: str,
+                       live: dict[str, Any] | None = None, start: dict[str, Any] | None = None,
+                       value_format: str = "{:g}", dpi: int = 72) -> Any:
+    r"""A figure with sliders: live ipywidgets in a reader's kernel, precomputed frames everywhere else.
+
+    The one way a chapter shows a figure with sliders. ``draw(**values)`` returns a matplotlib
+    figure; both versions call it, so they cannot tell different stories.
+
+    * In a kernel with a front end (Jupyter, Colab, Binder): :func:`live_sliders` over the
+      controls ``live`` (default: a slider from the smallest to the largest value of each
+      ``grid`` entry), starting at ``start``.
+    * Headless (``GMMLIB_HEADLESS`` set, as in every kernel of the book's build and scripts,
+      or outside IPython): :func:`slider_figure` over ``grid``, a kernel-free
+      :class:`SliderFigure` of at most 2 MB. No widget and no comm are created: with no
+      front end a widget has nobody to talk to, and its messages once stalled executions.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(**{name: value}) -> matplotlib.figure.Figure``. It must accept the names of
+        ``grid`` and of ``live`` (give defaults to those only ``live`` has).
+    grid : dict of str to sequence of float
+        The precomputed sliders (see :func:`slider_figure`).
+    alt : str
+        Alternative text of the precomputed image.
+    live : dict, optional
+        ``{name: (min, max, step) or widget or value}`` as for ``ipywidgets.interact``; may
+        name more parameters than ``grid`` (a live kernel can afford them).
+    start : dict, optional
+        First value of each slider (both versions).
+    value_format, dpi
+        As for :func:`slider_figure`.
+
+    Returns
+    -------
+    SliderFigure (headless) or the ``ipywidgets`` interactive object (live).
+    """
+    if not callable(draw):
+        raise TypeError("draw must be a callable (**values) -> matplotlib Figure")
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError("grid must be a non-empty dict {slider name: values}")
+    start = dict(start or {})
+    if headless():
+        return slider_figure(draw, grid, alt=alt, value_format=value_format,
+                             start={k: v for k, v in start.items() if k in grid}, dpi=dpi)
+    if live is None:
+        live = {name: (float(min(values)), float(max(values))) for name, values in grid.items()}
+    return live_sliders(draw, live, start={k: v for k, v in start.items() if k in live})
+
+
+def live_sliders(draw: Callable[..., Any], controls: dict[str, Any], *,
+                 start: dict[str, Any] | None = None) -> Any:
     """Live ipywidgets sliders over ``draw`` for a reader's kernel; nothing when executed headless.
+
+    Chapters call :func:`interactive_figure`, which uses this in a live kernel.
 
     Parameters
     ----------
@@ -254,17 +332,20 @@ def live_sliders(draw: Callable[..., Any], controls: dict[str, Any]) -> Any:
     controls : dict
         ``{name: widget or abbreviation}`` as for ``ipywidgets.interact``, e.g.
         ``{"lam": (0.5, 3.0, 0.05)}`` or ``{"lam": widgets.FloatSlider(...)}``.
+    start : dict, optional
+        The first value of the sliders given as ``(min, max[, step])``.
 
     Returns
     -------
-    The ``ipywidgets`` interactive object in a live notebook (Jupyter, Colab, Binder);
+    The ``ipywidgets.interactive`` widget (not yet displayed: the cell shows it) in a live
+    notebook (Jupyter, Colab, Binder);
     ``None`` when ``GMMLIB_HEADLESS`` is set, as it is in every kernel that the book's build,
     ``make bench``/``stress``/``seeds`` and ``scripts/run_notebook.py`` start. There no front
     end is attached: a widget has nobody to talk to, and nbclient's stand-in for its Output
     widget sends messages on the kernel's shell channel while the cell's reply is awaited on
     the same socket, which loses the reply's wake-up in about one widget cell in 70 (the
     execution then sits idle until its per-cell timeout). The page shows the
-    :func:`slider_figure` twin instead; tag the cell ``remove-output``.
+    :func:`slider_figure` twin instead.
     """
     import os
 
@@ -277,10 +358,22 @@ def live_sliders(draw: Callable[..., Any], controls: dict[str, Any]) -> Any:
     import ipywidgets
     from IPython.display import display
 
+    start = start or {}
+    unknown = set(start) - set(controls)
+    if unknown:
+        raise ValueError(f"start names sliders that controls does not have: {sorted(unknown)}")
+    controls = dict(controls)
+    for name, spec in controls.items():
+        if name in start and isinstance(spec, tuple) and len(spec) in (2, 3):
+            lo, hi = float(spec[0]), float(spec[1])
+            step = float(spec[2]) if len(spec) == 3 else (hi - lo) / 100
+            controls[name] = ipywidgets.FloatSlider(value=float(start[name]), min=lo, max=hi, step=step,
+                                                    description=name)
+
     def show(**values: Any) -> None:
         fig = draw(**values)
         display(fig)
         plt.close(fig)
 
-    return ipywidgets.interact(show, **controls)
+    return ipywidgets.interactive(show, **controls)  # shown by the cell, as its last expression
 

@@ -169,3 +169,37 @@ def test_moving_a_slider_swaps_the_frame_in_a_real_browser(figure):
         assert img.get_attribute("src") == "data:image/png;base64," + figure.frames[0]
         assert img.get_attribute("alt") == "A test figure (a = 0, b = 0.2)"
         assert page.locator(".gmm-slider output").all_inner_texts() == ["0", "0.2"]
+
+
+def test_a_figure_over_the_2_mb_limit_is_refused():
+    """The limit lives in slider_figure: a ValueError naming the figure and the size, not an assert in a chapter."""
+    from gmmlib.plotting import MAX_SLIDER_BYTES
+
+    noise = np.random.default_rng(0).random((200, 200, 3))  # incompressible frames
+
+    def draw(k):
+        fig, ax = plt.subplots(figsize=(4, 4))
+        ax.imshow(np.roll(noise, int(k), axis=0))
+        return fig
+
+    with pytest.raises(ValueError, match=r"'noise' embeds .* MB .* above the book's 2 MB"):
+        slider_figure(draw, {"k": np.arange(20)}, alt="noise", dpi=100)
+    assert MAX_SLIDER_BYTES == 2_000_000
+
+
+def test_interactive_figure_is_the_slider_figure_headless(monkeypatch):
+    from gmmlib.plotting import HEADLESS_ENV, SliderFigure, interactive_figure
+
+    monkeypatch.setenv(HEADLESS_ENV, "1")
+    fig = interactive_figure(_draw, GRID, alt="x", live={"a": (0.0, 1.0, 0.1), "b": (0.0, 1.0, 0.1)},
+                             start={"a": 0.0, "b": 0.8})
+    assert isinstance(fig, SliderFigure) and fig.start == (0, 1) and len(fig.frames) == 6
+
+
+def test_interactive_figure_outside_a_kernel_makes_no_widget(monkeypatch):
+    """Outside IPython (a script, pytest) there is no front end either: the precomputed frames."""
+    from gmmlib.plotting import HEADLESS_ENV, SliderFigure, headless, interactive_figure
+
+    monkeypatch.delenv(HEADLESS_ENV, raising=False)
+    assert headless()
+    assert isinstance(interactive_figure(_draw, GRID, alt="x"), SliderFigure)
