@@ -356,3 +356,15 @@ def test_validation_errors(mixture2d):
         readout_construction(np.eye(2), 1, omega=0.0)
     with pytest.raises(ValueError, match="shared"):
         bayes_scores(mixture2d)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gates_at_zero_scale_are_the_priors(seed):
+    """Chapter 3, prop-03-gate-geometry item 2 (moved from the chapter): at ω = 0, αₖ(z) = πₖ."""
+    from gmmlib.limits import attention_gates
+
+    rng = np.random.default_rng(seed)
+    gm = random_mixture(rng, 3, 2)
+    Q = rng.normal(size=(50, 2))
+    np.testing.assert_allclose(attention_gates(gm, Q, np.zeros((2, 2))),
+                               np.tile(gm.weights, (50, 1)), atol=1e-15)
