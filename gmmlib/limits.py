@@ -281,8 +281,9 @@ def finite_prompt_mse_correction(mixture: GaussianMixture, queries: Any, U: Any,
               + 3\big(C\operatorname{Var}\tilde w + 2\|\mathbb E[\tilde w^2 f]\|^2\big),
 
     each moment computed by tilting: :math:`\mathbb E[\tilde w^k g(X)] = e^{\Lambda(ka) - k\Lambda(a)}\,
-    \mathbb E_{\mu^{(ka)}} g(X)`. For a Gaussian the leading part is
-    :math:`-2e^{3\kappa}(\operatorname{tr}V\Gamma V^\top + 4\|V\Gamma a\|^2)`: the
+    \mathbb E_{\mu^{(ka)}} g(X)`. For a Gaussian, with :math:`t_V = \operatorname{tr}V\Gamma V^\top`
+    and :math:`g = \|V\Gamma a\|^2` (eq. (eq-01-correction-gaussian)),
+    :math:`C_1 = -2e^{3\kappa}(t_V + 4g) + 3e^{2\kappa}(t_V + 3g) - e^{\kappa}(t_V + g)`: the
     relative correction :math:`C_1/(CL)` is of order :math:`e^{2\kappa}/L`, so the law
     :math:`C/L` is accurate only once :math:`L \gg e^{2\kappa}`.
 
@@ -378,8 +379,9 @@ def finite_prompt_mse_exact(mixture: GaussianMixture, queries: Any, U: Any, V: A
         sk = np.sqrt(kappa)
         w = np.exp(sk * xi - 0.5 * kappa)
         r1 = xi / sk - 1.0
-        E = np.exp(-(u[:, None] / L) * w[None, :])  # (n_u, n_xi)
-        log_phi = np.log(E @ wq)
+        Em1 = np.expm1(-(u[:, None] / L) * w[None, :])  # e^{-tw} − 1, (n_u, n_xi)
+        E = Em1 + 1.0
+        log_phi = np.log1p(Em1 @ wq)  # log φ without cancellation when u/L is small
         A = E @ (wq * w * w * (g2 * r1 * r1 + tau))
         b = E @ (wq * w * r1)
         f = u * (np.exp((L - 1) * log_phi) * A + (L - 1) * np.exp((L - 2) * log_phi) * g2 * b * b)

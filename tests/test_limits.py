@@ -159,3 +159,32 @@ def test_exact_finite_prompt_error_limits():
         finite_prompt_mse_exact(GaussianMixture([0.5, 0.5], [[0, 0], [1, 1]], [np.eye(2)] * 2), z, U, V, length=5)
     with pytest.raises(ValueError, match="length"):
         finite_prompt_mse_exact(gm, z, U, V, length=1)
+
+
+def test_correction_gaussian_closed_form():
+    """eq-01-correction-gaussian: C₁ = −2e^{3κ}(t_V + 4g) + 3e^{2κ}(t_V + 3g) − e^{κ}(t_V + g)."""
+    from gmmlib.limits import finite_prompt_mse_correction
+
+    G = np.array([[1.0, 0.4], [0.4, 0.6]])
+    gm = GaussianMixture.gaussian([0.5, -0.5], G)
+    z, V = np.array([1.0, 0.5]), np.array([[1.0, 0.0], [0.5, 1.0]])
+    for scale in (0.3, 0.7, 1.2):
+        U = scale * np.array([[1.0, 0.0], [0.3, 1.0]])
+        a = U @ z
+        k, tV, g = a @ G @ a, np.trace(V @ G @ V.T), np.sum((V @ G @ a) ** 2)
+        closed = (-2 * np.exp(3 * k) * (tV + 4 * g) + 3 * np.exp(2 * k) * (tV + 3 * g)
+                  - np.exp(k) * (tV + g))
+        assert np.isclose(finite_prompt_mse_correction(gm, z, U, V), closed, rtol=1e-12)
+
+
+def test_exact_error_accurate_at_very_long_prompts():
+    """finite_prompt_mse_exact keeps L·(L·MSE − C) accurate up to L ~ 10⁸ (log1p/expm1 for φ)."""
+    from gmmlib.limits import finite_prompt_mse_correction, finite_prompt_mse_exact
+
+    gm, z, U, V = _kappa_one_gaussian()
+    C, c1 = finite_prompt_mse(gm, z, U, V), finite_prompt_mse_correction(gm, z, U, V)
+    h = lambda L: L * (finite_prompt_mse_exact(gm, z, U, V, length=L) - C)
+    L = 10**7
+    R1 = [2 * h(2 * n) - h(n) for n in (L, 2 * L)]
+    assert abs((4 * R1[1] - R1[0]) / 3 / c1 - 1) < 1e-5
+    assert abs(h(10**8) / c1 - 1) < 1e-3
