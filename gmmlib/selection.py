@@ -58,6 +58,10 @@ __all__ = [
     "readout_construction",
     "sample_prompts",
     "decide",
+    "TIE",
+    "sector_probability",
+    "ConeRule",
+    "best_cone_rule",
     "bayes_scores",
     "linear_rule_accuracy",
     "sign_rule_accuracy",
@@ -378,8 +382,19 @@ def sample_prompts(
     return LabelledPromptBatch(tokens, queries, targets, kq)
 
 
+#: The decision :func:`decide` returns on a tie: no class (it never equals a true class).
+TIE = -1
+
+
 def decide(readout: Any) -> np.ndarray:
     r"""The decision read off a label readout (Chapter 7): :math:`\operatorname{sign}` for a scalar label, :math:`\arg\max_k` otherwise.
+
+    **Ties count as errors.** A scalar readout of exactly 0 gives the decision 0, which is no
+    label; a vector readout whose largest entry is attained more than once gives
+    :data:`TIE` (``-1``), which is no class. So a head whose readout is constant across the
+    classes (``W = 0``, or equal rows) decides nothing and scores 0, in agreement with
+    :func:`linear_rule_accuracy` and Proposition prop-07-linear-ceiling, instead of
+    answering class 0 everywhere.
 
     Parameters
     ----------
@@ -390,12 +405,16 @@ def decide(readout: Any) -> np.ndarray:
     -------
     ndarray, shape (...)
         :math:`\operatorname{sign}(\text{readout})\in\{-1, 0, 1\}` when :math:`q = 1`, else the
-        index of the largest entry.
+        index of the largest entry, or :data:`TIE` where it is not unique.
     """
     R = readout.detach().cpu().numpy() if isinstance(readout, torch.Tensor) else np.asarray(readout, dtype=float)
     if R.ndim < 1 or R.shape[-1] < 1:
         raise ValueError(f"readout must have a last axis of size q >= 1, got shape {R.shape}")
-    return np.sign(R[..., 0]) if R.shape[-1] == 1 else np.argmax(R, axis=-1)
+    if R.shape[-1] == 1:
+        return np.sign(R[..., 0])
+    top = np.max(R, axis=-1, keepdims=True)
+    tied = np.sum(R == top, axis=-1) > 1
+    return np.where(tied, TIE, np.argmax(R, axis=-1))
 
 
 # --------------------------------------------------------------------------- Bayes rules and accuracies
@@ -553,3 +572,201 @@ def xor_bayes_accuracy(offset: float = 2.0, gamma: float = 0.5**0.5) -> float:
     check_positive(gamma, "gamma")
     t = float(offset) / float(gamma)
     return float(norm.cdf(t) ** 2 + norm.cdf(-t) ** 2)
+
+
+# --------------------------------------------------------------------------- intercept-free rules in the plane
+def _angle_density(theta: np.ndarray, m: np.ndarray) -> np.ndarray:
+    r"""Density of the polar angle of :math:`\mathcal N(m, I_2)`:
+    :math:`e^{-\|m\|^2/2}/(2\pi) + s\,\Phi(s)\,\varphi(t)`, :math:`s = m^\top u_\theta`, :math:`t = m^\top u_\theta^\perp`."""
+    c, s_ = np.cos(theta), np.sin(theta)
+    s = c * m[0] + s_ * m[1]
+    t = -s_ * m[0] + c * m[1]
+    return np.exp(-0.5 * float(m @ m)) / (2 * np.pi) + s * norm.cdf(s) * norm.pdf(t)
+
+
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(24)
+
+
+def _whiten(mean: Any, cov: Any) -> tuple[np.ndarray, np.ndarray]:
+    m = as_float_array(mean, "mean", ndim=1)
+    G = as_float_array(cov, "cov", ndim=2)
+    if m.shape != (2,) or G.shape != (2, 2):
+        raise ValueError(f"mean must have shape (2,) and cov (2, 2), got {m.shape} and {G.shape}")
+    if not np.allclose(G, G.T) or np.any(np.linalg.eigvalsh(G) <= 0):
+        raise ValueError("cov must be symmetric positive definite")
+    R = np.linalg.cholesky(G)             # x = m + R xi; angles are mapped through R^{-1}
+    Rinv = np.linalg.inv(R)
+    return Rinv @ m, Rinv
+
+
+def _whitened_angle(Rinv: np.ndarray, theta: float) -> float:
+    v = Rinv @ np.array([np.cos(theta), np.sin(theta)])
+    return float(np.arctan2(v[1], v[0]))
+
+
+def sector_probability(mean: Any, cov: Any, start: float, stop: float) -> float:
+    r"""Probability that :math:`X\sim\mathcal N(m,\Gamma)` in the plane lies in the sector of polar angles :math:`(\text{start}, \text{stop})`.
+
+    Chapter 7, Proposition prop-07-linear-ceiling. With :math:`\Gamma = RR^\top` (Cholesky),
+    :math:`X = R\,Y` with :math:`Y\sim\mathcal N(R^{-1}m, I)`, and a sector through the origin
+    maps to a sector (:math:`\det R > 0` keeps the orientation). The polar angle of
+    :math:`Y\sim\mathcal N(\tilde m, I)` has the density
+
+    .. math::
+
+        f(\theta) = \frac{e^{-\|\tilde m\|^2/2}}{2\pi} + s\,\Phi(s)\,\varphi(t),\qquad
+        s = \tilde m^\top u_\theta,\ t = \tilde m^\top u_\theta^\perp
+
+    (integrate the Gaussian density along the ray :math:`r u_\theta` with weight :math:`r`),
+    which is integrated by adaptive quadrature (``scipy.integrate.quad``, absolute error
+    about 1e-14). The arc ``stop - start`` must lie in :math:`[0, 2\pi]`.
+    """
+    from scipy import integrate
+
+    mt, Rinv = _whiten(mean, cov)
+    start, stop = float(start), float(stop)
+    arc = stop - start
+    if not (np.isfinite(start) and np.isfinite(stop)) or arc < 0 or arc > 2 * np.pi + 1e-12:
+        raise ValueError(f"stop - start must lie in [0, 2π], got {arc!r}")
+    if arc == 0:
+        return 0.0
+    if arc >= 2 * np.pi:
+        return 1.0
+    a = _whitened_angle(Rinv, start)
+    b = _whitened_angle(Rinv, stop)
+    b = a + np.mod(b - a, 2 * np.pi)
+    if arc > np.pi and b - a < np.pi:   # orientation kept: a long arc stays long
+        b += 2 * np.pi
+    val, _ = integrate.quad(_angle_density, a, b, args=(mt,), epsabs=1e-15, epsrel=1e-13, limit=200)
+    return float(min(max(val, 0.0), 1.0))
+
+
+class ConeRule(NamedTuple):
+    r"""The best partition of the plane into sectors (Proposition prop-07-linear-ceiling).
+
+    Attributes
+    ----------
+    accuracy : float
+        :math:`\sum_k\pi_k P_k(S_k)` at the best partition.
+    order : tuple of int
+        The classes in counterclockwise order.
+    rays : ndarray, shape (K,)
+        The polar angle where each class's sector starts (sector k runs to the next ray).
+    arcs : ndarray, shape (K,)
+        The sectors' arcs, each in :math:`[0, \pi]`, summing to :math:`2\pi`.
+    attained : bool
+        Whether an intercept-free argmax rule realises this partition: every non-empty arc is
+        below :math:`\pi`, or two classes take half-planes and the third nothing. Otherwise the
+        accuracy is a supremum, approached but not reached.
+    slack : ndarray, shape (K,)
+        For each sector whose arc is :math:`\pi`, the rate at which the accuracy would grow if
+        that sector could open further (sum over its two rays of the density difference
+        :math:`\pi_k f_k - \pi_j f_j`); 0 for the others. Positive: the constraint binds.
+    """
+
+    accuracy: float
+    order: tuple
+    rays: np.ndarray
+    arcs: np.ndarray
+    attained: bool
+    slack: np.ndarray
+
+
+def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule:
+    r"""The supremum of the accuracy of intercept-free argmax rules :math:`\arg\max_k w_k^\top x` on three classes in the plane.
+
+    Proposition prop-07-linear-ceiling (Chapter 7): the decision regions of such a rule are
+    disjoint convex cones, sectors of arc at most :math:`\pi`, and every partition of the
+    circle into three consecutive sectors of arcs in :math:`[0, \pi]` is a rule or a limit of
+    rules, so
+
+    .. math::
+
+        \sup_W \mathrm{acc}(W) = \max\Big\{\sum_k\pi_k P_k(S_k):\ S_k\text{ consecutive sectors, arcs}
+        \in[0,\pi]\Big\}.
+
+    The objective is separable in the three rays (a ray between classes :math:`i` and
+    :math:`j` contributes :math:`\pi_iF_i(\rho) - \pi_jF_j(\rho)`, :math:`F_k` the angular
+    distribution function of class :math:`k`); it is tabulated on ``n_grid`` angles
+    (24-point Gauss–Legendre per cell of :func:`sector_probability`'s density), maximised over
+    the grid for both cyclic orders, and polished by SLSQP with the exact density as
+    gradient and the arcs' bounds as linear constraints.
+    """
+    from scipy.optimize import minimize
+
+    x_mixture = check_mixture(x_mixture, "x_mixture")
+    if x_mixture.dim != 2 or x_mixture.n_components != 3:
+        raise ValueError("x_mixture must have 3 components in dimension 2, got "
+                         f"{x_mixture.n_components} in dimension {x_mixture.dim}")
+    if isinstance(n_grid, bool) or not isinstance(n_grid, (int, np.integer)) or n_grid < 12 or n_grid % 2:
+        raise ValueError(f"n_grid must be an even integer >= 12, got {n_grid!r}")
+    pi = x_mixture.weights
+    white = [_whiten(m, G) for m, G in zip(x_mixture.means, x_mixture.covs)]
+
+    def density(k: int, theta: np.ndarray) -> np.ndarray:
+        """Density of the polar angle of class k at theta (through the whitening map)."""
+        mt, Rinv = white[k]
+        theta = np.atleast_1d(np.asarray(theta, dtype=float))
+        u = np.stack([np.cos(theta), np.sin(theta)])
+        v = Rinv @ u                                   # whitened directions
+        phi = np.arctan2(v[1], v[0])
+        jac = np.abs(np.linalg.det(Rinv)) / np.sum(v**2, axis=0)   # d(phi)/d(theta)
+        return _angle_density(phi, mt) * jac
+
+    N = int(n_grid)
+    edges = np.linspace(0.0, 2 * np.pi, N + 1)
+    half = np.diff(edges)[0] / 2
+    nodes = (edges[:-1, None] + half * (1 + _GL_NODES[None])).ravel()
+    F = np.zeros((3, N + 1))
+    for k in range(3):
+        cells = (density(k, nodes).reshape(N, -1) @ _GL_WEIGHTS) * half
+        F[k, 1:] = np.cumsum(cells)
+
+    def Fw(k: int, idx: np.ndarray) -> np.ndarray:
+        q, r = np.divmod(idx, N)
+        return F[k][r] + q
+
+    H = N // 2
+    d0, d1 = np.arange(H + 1)[:, None], np.arange(H + 1)[None, :]
+    feasible = d0 + d1 >= H                     # the third arc N - d0 - d1 <= H
+    best = (-np.inf, None, None)
+    for order in ((0, 1, 2), (0, 2, 1)):
+        o0, o1, o2 = order
+        for ia in range(N):
+            ib, ic = ia + d0, ia + d0 + d1
+            acc = (pi[o0] * (Fw(o0, ib) - Fw(o0, np.array(ia))) + pi[o1] * (Fw(o1, ic) - Fw(o1, ib))
+                   + pi[o2] * (Fw(o2, np.array(ia + N)) - Fw(o2, ic)))
+            acc = np.where(feasible, acc, -np.inf)
+            j = np.unravel_index(int(np.argmax(acc)), acc.shape)
+            if acc[j] > best[0]:
+                best = (float(acc[j]), order, np.array([ia, ia + j[0], ia + j[0] + j[1]]) * (2 * np.pi / N))
+
+    _, order, rays0 = best
+
+    def accuracy(r: np.ndarray) -> float:
+        ends = np.append(r[1:], r[0] + 2 * np.pi)
+        return float(sum(pi[k] * sector_probability(x_mixture.means[k], x_mixture.covs[k], a, b)
+                         for k, a, b in zip(order, r, ends) if b > a))
+
+    def gradient(r: np.ndarray) -> np.ndarray:
+        prev = (order[2], order[0], order[1])            # the class ending at each ray
+        return np.array([pi[p] * density(p, r[i])[0] - pi[c] * density(c, r[i])[0]
+                         for i, (p, c) in enumerate(zip(prev, order))])
+
+    A = np.array([[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0], [1.0, 0.0, -1.0]])   # arcs (minus 2π on the last)
+    shift = np.array([0.0, 0.0, 2 * np.pi])
+    cons = [{"type": "ineq", "fun": lambda r: A @ r + shift, "jac": lambda r: A},
+            {"type": "ineq", "fun": lambda r: np.pi - (A @ r + shift), "jac": lambda r: -A}]
+    res = minimize(lambda r: -accuracy(r), rays0, jac=lambda r: -gradient(r), method="SLSQP",
+                   constraints=cons, options={"ftol": 1e-15, "maxiter": 200})
+    rays = res.x if -res.fun >= best[0] else rays0
+    arcs = np.clip(A @ rays + shift, 0.0, np.pi)
+    acc = accuracy(rays)
+    tol = 1e-6
+    full = arcs >= np.pi - tol
+    empty = arcs <= tol
+    attained = bool(not np.any(full) or (np.sum(full) == 2 and np.sum(empty) == 1))
+    g = gradient(rays)
+    # opening sector i moves its start ray back (−g[i]) and its end ray forward (+g[i+1])
+    slack = np.where(full, -g + np.roll(g, -1), 0.0)
+    return ConeRule(acc, tuple(int(k) for k in order), np.mod(rays, 2 * np.pi), arcs, attained, slack)

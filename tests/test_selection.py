@@ -15,7 +15,10 @@ from gmmlib.checks import replicate_mean_se
 from gmmlib.limits import component_linear_limits, shared_covariance_limit
 from gmmlib.attention import Head, PromptBatch
 from gmmlib.selection import (
+    TIE,
     LabelledPromptBatch,
+    best_cone_rule,
+    sector_probability,
     alignment_attention,
     alignment_attention_limit,
     bayes_scores,
@@ -166,6 +169,10 @@ def test_token_mixture_and_sampling():
 def test_decide_scalar_and_onehot():
     assert np.array_equal(decide(np.array([[0.3], [-2.0]])), [1.0, -1.0])
     assert np.array_equal(decide(np.array([[0.1, 0.7, 0.2], [0.5, 0.1, 0.4]])), [1, 0])
+    # ties count as errors: no class (TIE) for a vector, 0 (no label) for a scalar
+    assert np.array_equal(decide(np.zeros((2, 3))), [TIE, TIE])
+    assert np.array_equal(decide(np.array([[0.5, 0.5, 0.1], [0.1, 0.5, 0.5]])), [TIE, TIE])
+    assert np.array_equal(decide(np.array([[0.0]])), [0.0])
     assert np.array_equal(decide(torch.tensor([[[-0.5]]])), [[-1.0]])
     with pytest.raises(ValueError, match="readout"):
         decide(np.zeros((3, 0)))
@@ -368,3 +375,49 @@ def test_gates_at_zero_scale_are_the_priors(seed):
     Q = rng.normal(size=(50, 2))
     np.testing.assert_allclose(attention_gates(gm, Q, np.zeros((2, 2))),
                                np.tile(gm.weights, (50, 1)), atol=1e-15)
+
+
+def test_sector_probability_against_monte_carlo_and_complements():
+    rng = np.random.default_rng(11)
+    m, G = np.array([0.4, -0.7]), np.array([[1.0, 0.3], [0.3, 0.5]])
+    X = rng.multivariate_normal(m, G, size=400_000)
+    theta = np.mod(np.arctan2(X[:, 1], X[:, 0]) - 0.3, 2 * np.pi)
+    for arc in (0.7 * np.pi, np.pi, 1.6 * np.pi):
+        p = sector_probability(m, G, 0.3, 0.3 + arc)
+        hat = np.mean(theta < arc)
+        assert abs(p - hat) < 5 * np.sqrt(hat * (1 - hat) / len(X))
+        q = sector_probability(m, G, 0.3 + arc, 0.3 + 2 * np.pi)
+        assert np.isclose(p + q, 1.0, atol=1e-12)
+    assert sector_probability(m, G, 1.0, 1.0) == 0.0
+    assert sector_probability(m, G, 1.0, 1.0 + 2 * np.pi) == 1.0
+    # a half-plane: Φ of the signed distance of the mean in the Mahalanobis norm of the normal
+    n = np.array([-np.sin(0.3), np.cos(0.3)])
+    assert np.isclose(sector_probability(m, G, 0.3, 0.3 + np.pi),
+                      stats.norm.cdf(n @ m / np.sqrt(n @ G @ n)), atol=1e-12)
+    with pytest.raises(ValueError, match="stop - start"):
+        sector_probability(m, G, 1.0, 0.5)
+    with pytest.raises(ValueError, match="cov"):
+        sector_probability(m, -G, 0.0, 1.0)
+
+
+def test_best_cone_rule_is_the_bayes_rule_when_it_has_no_intercepts():
+    """Equal priors and equal norms: the Bayes rule is intercept-free, so the supremum is attained."""
+    angles = 0.2 + 2 * np.pi * np.arange(3) / 3
+    gm, _ = onehot_task(np.full(3, 1 / 3), 1.3 * np.c_[np.cos(angles), np.sin(angles)], np.eye(2))
+    W, b = bayes_scores(gm)
+    rule = best_cone_rule(gm)
+    assert rule.attained and np.all(rule.arcs < np.pi)
+    assert np.isclose(rule.accuracy, linear_rule_accuracy(gm, W, b), atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_no_intercept_free_rule_beats_best_cone_rule(seed):
+    rng = np.random.default_rng(seed)
+    angles = rng.uniform(0, 2 * np.pi, size=3)
+    gm, _ = onehot_task(rng.dirichlet(np.ones(3)), np.c_[np.cos(angles), np.sin(angles)],
+                        random_spd(rng, 2, 0.5))
+    rule = best_cone_rule(gm)
+    accs = [linear_rule_accuracy(gm, rng.normal(size=(3, 2))) for _ in range(200)]
+    assert max(accs) <= rule.accuracy + 1e-6
+    with pytest.raises(ValueError, match="x_mixture"):
+        best_cone_rule(random_mixture(rng, 2, 2))
