@@ -1,4 +1,7 @@
-r"""Linear discriminant analysis with one softmax head (Chapters 4 and 5).
+r"""Linear discriminant analysis with one softmax head: the task, the predictor, the risk (Chapters 4–6).
+
+The dynamics (gradient descent, the gradient flow, SGD and its noise floor, the valley floor)
+live in :mod:`gmmlib.lda_dynamics`.
 
 The data model
 --------------
@@ -83,14 +86,9 @@ __all__ = [
     "QuadratureRisk",
     "EffectiveHead",
     "best_linear_attention",
-    "gradient_descent",
-    "gradient_flow",
-    "Trajectory",
     "excess_risk_estimate",
     "minimiser_distances",
-    "valley_excess",
     "zeta_sequence",
-    "sgd_excess_floor",
 ]
 
 
@@ -292,7 +290,7 @@ class AttentionParams:
         return np.concatenate([self.U11.ravel(), self.u21, self.v21, [self.v22]])
 
     def balance(self) -> float:
-        r"""The balance :math:`Q = \|U_{11}\|_F^2 - \|v_{21}\|^2`, conserved by the gradient flow on the invariant set (Theorem thm-05-symmetric, Chapter 5)."""
+        r"""The balance :math:`Q = \|U_{11}\|_F^2 - \|v_{21}\|^2`, conserved by the gradient flow on the invariant set (Theorem thm-06-symmetric, Chapter 6)."""
         return float(np.sum(self.U11**2) - self.v21 @ self.v21)
 
     @classmethod
@@ -623,7 +621,7 @@ def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *, rule: 
     Both risks are computed with ``n_points`` and ``2 * n_points`` nodes (per panel for the
     adaptive rule, per axis for Gauss–Hermite) by :func:`gmmlib.checks.converged_quadrature`:
     the value is the finer rule's, its error 10 × the change between the two plus 100 ulp.
-    Used for every excess risk that Chapter 5 reports from a trajectory (figs 5.1, 5.4–5.6).
+    Used for every excess risk that Chapters 5 and 6 report from a trajectory.
     """
     from .checks import converged_quadrature
 
@@ -814,110 +812,6 @@ def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None
     return beta, float(fun(beta, RISK_TOLERANCE)[0])
 
 
-def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps: int, n_points: int = 40,
-                     callback: Any | None = None, *, rule: str = "gauss-hermite",
-                     tol: float | None = RISK_TOLERANCE) -> AttentionParams:
-    r"""Population gradient descent :math:`\theta_{k+1} = \theta_k - \eta\,\nabla_\theta R(\theta_k)` on one head.
-
-    The discrete dynamics of Proposition prop-05-local and Theorem thm-05-symmetric (Chapter 5).
-    The risk and its gradient come from :func:`attention_risk_grad` (``rule``, ``n_points`` and
-    ``tol`` as in :func:`population_risk`).
-
-    Parameters
-    ----------
-    model : LDAModel
-    theta0 : AttentionParams
-        The start :math:`\theta_0`.
-    eta : float
-        The step :math:`\eta > 0`.
-    steps : int
-        The number of steps :math:`k`.
-    n_points : int
-        Quadrature nodes (per axis, or per panel for the adaptive rule).
-    callback : callable, optional
-        Called as ``callback(k, theta, risk, grad)`` for ``k = 0, ..., steps`` with
-        :math:`\theta_k`, :math:`R(\theta_k)` and :math:`\nabla R(\theta_k)` (an :class:`AttentionParams`),
-        before the step; at ``k = steps`` no step follows.
-
-    Returns
-    -------
-    AttentionParams
-        :math:`\theta_{\text{steps}}`.
-    """
-    model = _check_model(model)
-    if theta0.dim != model.dim:
-        raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
-    check_positive(eta, "eta")
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps}")
-    d, vec = model.dim, theta0.vector().copy()
-    for k in range(int(steps) + 1):
-        theta = AttentionParams.from_vector(vec, d)
-        if callback is None and k == steps:
-            break
-        risk, g = attention_risk_grad(model, theta, n_points, rule=rule, tol=tol)
-        if callback is not None:
-            callback(k, theta, risk, g)
-        if k < steps:
-            vec = vec - eta * g.vector()
-    return AttentionParams.from_vector(vec, d)
-
-
-class Trajectory(NamedTuple):
-    """A solved gradient flow: the times, the heads at those times, and the number of gradient evaluations."""
-
-    t: np.ndarray
-    thetas: list
-    nfev: int
-
-
-def gradient_flow(model: LDAModel, theta0: AttentionParams, t_eval: Any, n_points: int = 40, *,
-                  rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE, method: str = "LSODA",
-                  rtol: float = 1e-10, atol: float = 1e-13) -> Trajectory:
-    r"""The population gradient flow :math:`\dot\theta = -\nabla_\theta R(\theta)`, solved by an ODE solver.
-
-    The dynamics of Proposition prop-05-local and Theorem thm-05-symmetric (Chapter 5; Theorems
-    3.5 and 3.6 of Gabet et al., 2026). Gradient descent with a small step follows this flow
-    at the time :math:`t = \eta k`; an ODE solver with error control reaches long horizons in
-    few gradient evaluations. ``method`` is passed to ``scipy.integrate.solve_ivp``:
-    ``"LSODA"`` (Petzold, 1983) switches automatically between an Adams method and a BDF
-    method when the flow becomes stiff (slow drift along flat directions next to fast
-    normal decay, as near the minimisers); ``"DOP853"`` and ``"RK45"`` are explicit Runge–Kutta
-    methods (Hairer, Nørsett & Wanner, 1993), cheaper per step while the flow is not stiff.
-    The gradient is :func:`attention_risk_grad` (``n_points``, ``rule``, ``tol`` as there).
-
-    Parameters
-    ----------
-    t_eval : array_like
-        Increasing times :math:`\ge 0` at which to return :math:`\theta_t` (the flow starts at 0).
-
-    Returns
-    -------
-    Trajectory
-        ``t`` (the times), ``thetas`` (an :class:`AttentionParams` per time) and ``nfev``.
-    """
-    from scipy.integrate import solve_ivp
-
-    model = _check_model(model)
-    if theta0.dim != model.dim:
-        raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
-    t_eval = as_float_array(t_eval, "t_eval", ndim=1)
-    if t_eval.size == 0 or t_eval[0] < 0 or np.any(np.diff(t_eval) <= 0):
-        raise ValueError("t_eval must be a non-empty increasing array of times >= 0")
-    d = model.dim
-    count = [0]
-
-    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
-        count[0] += 1
-        return -attention_risk_grad(model, AttentionParams.from_vector(y, d), n_points, rule=rule, tol=tol)[1].vector()
-
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), theta0.vector(), method=method, t_eval=t_eval,
-                    rtol=rtol, atol=atol)
-    if sol.status != 0:
-        raise RuntimeError(f"the ODE solver {method} failed: {sol.message}")
-    return Trajectory(sol.t, [AttentionParams.from_vector(y, d) for y in sol.y.T], count[0])
-
-
 def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
     r"""Euclidean distances in :math:`(w,b,r,s)` to the two minimiser families.
 
@@ -935,66 +829,6 @@ def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
     return float(d1), float(d2)
 
 
-def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
-                  refit: bool = True) -> tuple[float, float]:
-    r"""The excess risk left by a gate :math:`(r, s)` once the affine part is refitted, to second order.
-
-    .. math::
-
-        V(r, s) = \tfrac12\min_{a\in\mathbb R^d,\,c\in\mathbb R}
-        \mathbb E\big[\sigma'(f^*(X))\,\big(r(\sigma(s_0+s^\top X) - \sigma(s_0)) - a^\top X - c\big)^2\big],
-
-    the second-order expansion of :math:`\min_{w,b}R(w,b,r,s) - R^*` (the conditional risk
-    :math:`t\mapsto\eta\ell(t)+(1-\eta)\ell(-t)` has second derivative :math:`\sigma'(t)`). For small
-    :math:`s` the gate's constant and linear parts are absorbed and what is left is
-    :math:`\frac12 r\sigma''(s_0)(s^\top x)^2` (projected), so :math:`V` is quartic in :math:`s` when
-    :math:`\sigma''(s_0)\ne0` and of sixth order at :math:`\pi_+ = \frac12`: the flat directions of
-    Proposition prop-05-local (Chapter 5) and the plateau of the symmetric runs.
-
-    With ``refit=False`` the affine part is not refitted (:math:`a = 0`, :math:`c = 0`): the
-    excess of the gate term alone, for comparison.
-
-    Returns ``(V, remainder)`` where ``remainder`` bounds the third-order term,
-    :math:`\frac16\mathbb E[\sigma'(f^*)e^{|\delta|}|\delta|^3]` with :math:`\delta` the optimal residual
-    (:math:`|\sigma''| \le \sigma'` and :math:`\sigma'(f^*+t)\le e^{|t|}\sigma'(f^*)`).
-    Computed in whitened coordinates :math:`z = L^{-1}x` (:math:`\Gamma = LL^\top`) on the span of
-    :math:`L^{-1}m_{\pm1}` and :math:`L^\top s`, of dimension at most 3 (the rest of :math:`z` is noise
-    independent of the class, which the optimal :math:`a` ignores), by a tensor Gauss–Hermite rule.
-    """
-    model = _check_model(model)
-    s = as_float_array(s, "s", ndim=1)
-    if s.shape != (model.dim,):
-        raise ValueError(f"s must have shape ({model.dim},), got {s.shape}")
-    r = float(as_float_array(r, "r", ndim=0))
-    check_positive(n_points, "n_points", integer=True)
-    L = np.linalg.cholesky(model.cov)
-    w_star, b_star = model.bayes_params()
-    span = np.column_stack([np.linalg.solve(L, model.m_pos), np.linalg.solve(L, model.m_neg), L.T @ s])
-    u, sv, _ = np.linalg.svd(span, full_matrices=False)
-    Q = u[:, sv > 1e-12 * max(sv[0], 1e-300)]
-    if Q.shape[1] == 0:
-        Q = np.eye(model.dim)[:, :1]
-    xi, wt = gauss_hermite(n_points, Q.shape[1])
-    a_w, a_s = Q.T @ (L.T @ w_star), Q.T @ (L.T @ s)
-    Y, W, G = [], [], []
-    for m, pc in ((model.m_pos, model.pi_pos), (model.m_neg, 1 - model.pi_pos)):
-        y = Q.T @ np.linalg.solve(L, m) + xi
-        fs = y @ a_w + b_star
-        Y.append(y)
-        W.append(pc * wt * _sigmoid(fs) * _sigmoid(-fs))
-        G.append(r * (_sigmoid(model.s0 + y @ a_s) - _sigmoid(np.array(model.s0))))
-    Y, W, G = np.concatenate(Y), np.concatenate(W), np.concatenate(G)
-    Phi = np.column_stack([np.ones(len(Y)), Y])
-    if refit:
-        coef = np.linalg.lstsq(np.sqrt(W)[:, None] * Phi, np.sqrt(W) * G, rcond=None)[0]
-        delta = G - Phi @ coef
-    else:
-        delta = G
-    value = 0.5 * _dot(W, delta**2)
-    remainder = _dot(W, np.exp(np.abs(delta)) * np.abs(delta) ** 3) / 6.0
-    return float(value), float(remainder)
-
-
 def zeta_sequence(model: LDAModel, c: Any, rho: float) -> EffectiveParams:
     r"""The diverging minimising sequence :math:`\zeta_\rho = (w^* - \sigma'(s_0)c,\ b^* - \sigma(s_0)\rho,\ \rho,\ c/\rho)`.
 
@@ -1008,46 +842,3 @@ def zeta_sequence(model: LDAModel, c: Any, rho: float) -> EffectiveParams:
     w_star, b_star = model.bayes_params()
     q = model.pi_pos
     return EffectiveParams(w_star - q * (1 - q) * c, b_star - q * rho, float(rho), c / rho)
-
-
-def sgd_excess_floor(model: LDAModel, theta: AttentionParams, lr: float, batch: int, rng: Any,
-                     n_samples: int = 50_000) -> float:
-    r"""The stationary excess risk of constant-step SGD on fresh batches near a Bayes minimiser.
-
-    Implements remark rem-05-sgd-floor of Chapter 5. At a minimiser with :math:`f_\theta = f^\star`
-    the logistic model is well specified, so the covariance of one sample's gradient equals the
-    Hessian, :math:`\operatorname{Cov}\nabla_\theta\ell = H = \mathbb E[\sigma'(f)\,\nabla_\theta f\,\nabla_\theta f^\top]`
-    (the term with :math:`\nabla^2_\theta f` has mean zero there). Linearised, SGD with step
-    :math:`\eta` and batches of :math:`B` is :math:`\delta_{k+1} = (I - \eta H)\delta_k - \eta\xi_k`,
-    :math:`\operatorname{Cov}\xi_k = H/B`; its stationary covariance :math:`P` solves
-    :math:`HP + PH - \eta HPH = (\eta/B)H`, so on each eigenvector of :math:`H`,
-    :math:`P = \eta/(B(2 - \eta\lambda))`, and
-
-    .. math::
-
-        \mathbb E[R(\theta_k) - R^\star] \approx \tfrac12\operatorname{tr}(HP)
-        = \frac{\eta}{4B}\sum_i\frac{\lambda_i}{1 - \eta\lambda_i/2}.
-
-    The eigenvalues :math:`\lambda_i > 0` of :math:`H = J^\top F J` (:math:`J` the Jacobian of
-    :func:`attention_jacobian`, :math:`F = \mathbb E[\sigma'(f)\,g g^\top]`, :math:`g = \nabla_{(w,b,r,s)}f`)
-    are those of :math:`F^{1/2}JJ^\top F^{1/2}`; :math:`F` is estimated by Monte Carlo on
-    ``n_samples`` draws from ``rng`` (a relative error of order :math:`n^{-1/2}`).
-    """
-    model = _check_model(model)
-    lr = check_positive(lr, "lr")
-    batch = check_positive(batch, "batch", integer=True)
-    n_samples = check_positive(n_samples, "n_samples", integer=True)
-    eff = effective_params(model, theta)
-    X, _ = model.sample(n_samples, rng)
-    gate = expit(model.s0 + X @ eff.s)
-    f = X @ eff.w + eff.b + eff.r * gate
-    g = np.hstack([X, np.ones((n_samples, 1)), gate[:, None], (eff.r * gate * (1 - gate))[:, None] * X])
-    p = expit(f)
-    F = (g * (p * (1 - p))[:, None]).T @ g / n_samples
-    J = attention_jacobian(model, theta)
-    vals, vecs = np.linalg.eigh(F)
-    root = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
-    lam = np.clip(np.linalg.eigvalsh(root @ J @ J.T @ root), 0.0, None)
-    if np.any(lr * lam >= 2.0):
-        raise ValueError(f"lr = {lr:g} is unstable here: lr·λ_max = {lr * lam.max():.3g} ≥ 2")
-    return float(lr / (4 * batch) * np.sum(lam / (1 - lr * lam / 2)))

@@ -24,17 +24,21 @@ from gmmlib.lda import (
     construction_r0,
     construction_s0,
     effective_params,
-    gradient_descent,
     effective_predictor,
     logistic_loss,
     excess_risk_estimate,
-    gradient_flow,
     minimiser_distances,
     population_risk,
     population_risk_grad,
+    zeta_sequence,
+)
+from gmmlib.lda_dynamics import (
+    gradient_descent,
+    gradient_flow,
+    _draw_batch,
+    sgd_chains,
     sgd_excess_floor,
     valley_excess,
-    zeta_sequence,
 )
 from gmmlib.limits import finite_prompt_mse
 from gmmlib.quadrature import expectation
@@ -416,3 +420,32 @@ def test_sgd_excess_floor_is_the_hessian_trace_formula():
         sgd_excess_floor(model, theta, 1e3, 32, np.random.default_rng(0))
     with pytest.raises(TypeError, match="batch"):
         sgd_excess_floor(model, theta, 0.05, 3.5, np.random.default_rng(0))
+
+
+def test_sgd_chains_is_the_torch_sgd_of_the_effective_head(rng):
+    """sgd_chains (numpy, written-out gradient) against gmmlib.training.train (torch autograd)."""
+    from gmmlib.training import train
+
+    model = LDAModel(0.6, [1.0, 0.5, 0.0], [0.0, -1.0, 0.3], np.diag([1.0, 2.0, 0.5]))
+    theta0 = random_theta(rng, 3, 0.5)
+    run = sgd_chains(model, theta0, 0.05, 16, 25, np.random.default_rng(3), record_every=5)
+    replay, chol = np.random.default_rng(3), np.linalg.cholesky(model.cov)
+    batches = [_draw_batch(model, chol, (1, 16), replay) for _ in range(25)]
+    it = ((X[0], Y[0]) for X, Y in batches)
+
+    def sample_xy(_rng):
+        X, Y = next(it)
+        return torch.tensor(X), torch.tensor(Y)
+
+    def loss_fn(head, batch):
+        X, Y = batch
+        return torch.nn.functional.softplus(-Y * head(X)).mean()
+
+    head = EffectiveHead(model, theta0)
+    train(head, sample_xy, loss_fn, steps=25, lr=0.05, seed=0, optimizer="sgd", progress=False)
+    np.testing.assert_allclose(run.thetas[-1][0].vector(), head.theta().vector(), atol=1e-12)
+    assert list(run.steps) == [0, 5, 10, 15, 20, 25]
+    two = sgd_chains(model, theta0, 0.05, 16, 3, np.random.default_rng(4), n_chains=2)
+    assert not np.allclose(two.thetas[-1][0].vector(), two.thetas[-1][1].vector())
+    with pytest.raises(ValueError, match="n_chains"):
+        sgd_chains(model, theta0, 0.05, 16, 3, rng, n_chains=0)
