@@ -449,3 +449,18 @@ def test_sgd_chains_is_the_torch_sgd_of_the_effective_head(rng):
     assert not np.allclose(two.thetas[-1][0].vector(), two.thetas[-1][1].vector())
     with pytest.raises(ValueError, match="n_chains"):
         sgd_chains(model, theta0, 0.05, 16, 3, rng, n_chains=0)
+
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_origin_constant_is_the_variance_of_the_value(seed):
+    """Chapter 4, eq-04-origin: at x = 0 attention is uniform, so C(0) is the variance of the value,
+    v₂₁ᵀΓv₂₁ + r²π₊(1 − π₊), for any head (moved from the chapter: closed form vs finite_prompt_mse)."""
+    rng = np.random.default_rng(seed)
+    model = random_model(rng, 3)
+    pq = model.pi_pos * (1 - model.pi_pos)
+    for theta in (construction_s0(model), random_theta(rng, 3, 0.7)):
+        U, V = theta.matrices()
+        r = effective_params(model, theta).r
+        C0 = finite_prompt_mse(model.token_mixture(), np.zeros((1, 4)), U, V[-1:])[0]
+        np.testing.assert_allclose(C0, theta.v21 @ model.cov @ theta.v21 + r**2 * pq, rtol=1e-10)
