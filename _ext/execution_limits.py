@@ -1,89 +1,104 @@
-"""Sphinx extension: the build's notebook execution fails fast and names the place.
+"""Sphinx extension: the build's execution runs headless and its failures name the chapter and cell.
 
-myst-nb executes each chapter with nbclient under ``execute.timeout`` (seconds per cell, from
-``_config.yml``); on a timeout its error names the notebook only. This extension runs that
-execution through ``scripts/nbrun.py``'s :class:`LimitedClient`, the runner the scripts use, so
-that in the build too
+myst-nb executes each chapter with nbclient under its public settings (``_config.yml``):
+``execute.timeout`` seconds per cell and ``raise_on_error``, so a failing or stalled cell
+fails the build. This extension uses public hooks only, to add
 
-* each cell's limit is the smaller of ``execute.timeout`` and what is left of a per-notebook
-  wall-clock limit (the Sphinx option ``nb_execution_notebook_timeout``, default 600 s);
-* a limit that fires, or a failing cell, fails the build with a message naming the notebook,
-  the cell (index and first line) and whether the kernel was idle (a stall) or busy (too slow);
-* the kernels run with ``GMMLIB_HEADLESS=1``: no front end is attached to them;
-* a cell that replies "ok" but whose output shows a traceback (an exception raised while its
-  display was formatted, such as a figure whose label does not parse) fails the build too.
+* ``GMMLIB_HEADLESS=1`` in the environment the kernels inherit: no front end is attached,
+  so :func:`gmmlib.plotting.interactive_figure` shows precomputed frames and creates no widget;
+* at ``build-finished``, when a chapter's execution failed, one line naming the chapter and
+  the cell (index and first line) and what happened (the error, or the per-cell limit);
+* at ``doctree-read``, a failure for a cell that replied "ok" but whose output shows an error
+  (an exception raised while its display was formatted, such as a figure whose label does not
+  parse): myst-nb renders it as a traceback and nbclient does not raise.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-import traceback
+import os
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
 
-import nbrun  # noqa: E402
+from gmmlib.plotting import HEADLESS_ENV
 
-_STATE: dict[str, Any] = {"path": None, "notebook_timeout": nbrun.NOTEBOOK_TIMEOUT_S}
+logger = logging.getLogger(__name__)
 
 
-def limited_execution(nb, cwd, timeout, allow_errors, meta_override=True, record_timing=False, **kwargs):
-    """Drop-in for ``jupyter_cache.executors.utils.single_nb_execution`` (as myst-nb calls it)."""
-    from jupyter_cache.executors.utils import ExecutionResult
+def _first_line(text: str, width: int = 60) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _cell_of(path: Path, text: str) -> str:
+    """``cell N (`first line`)`` for the code cell of the chapter whose source begins ``text``'s cell."""
+    try:
+        import jupytext
+
+        cells = jupytext.read(path).cells
+    except Exception:  # the message then names the chapter only
+        return "a cell"
+    code = [(i, c.source.strip()) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
+    whole = [(len(src), i, src) for i, src in code if src in text]  # nbclient quotes the cell's source
+    first = [(len(src), i, src) for i, src in code if _first_line(src, 10_000) in text]
+    if not (whole or first):
+        return "a cell"
+    _, i, src = max(whole or first)
+    return f"cell {i} (`{_first_line(src)}`)"
+
+
+def failure_line(exc: BaseException, root: Path) -> str | None:
+    """One line for a failed execution: chapter, cell, and the error or the limit that fired."""
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    if meta_override and "execution" in nb.metadata:
-        timeout = nb.metadata.execution.get("timeout", timeout)
-        allow_errors = nb.metadata.execution.get("allow_errors", allow_errors)
-    path = _STATE["path"]
-    name = nbrun.display_name(path) if path is not None else "a notebook"
-    cell_timeout = timeout if timeout and timeout > 0 else nbrun.CELL_TIMEOUT_S
-    client = nbrun.LimitedClient(nb, name=name, cell_timeout=cell_timeout,
-                                 notebook_timeout=_STATE["notebook_timeout"], allow_errors=allow_errors,
-                                 record_timing=record_timing, resources={"metadata": {"path": cwd}}, **kwargs)
-    error = exc_string = None
-    start = time.perf_counter()
-    try:
-        client.execute(env=nbrun.kernel_env(), cwd=cwd)
-        found = [] if allow_errors else nbrun.error_outputs(nb)
-        if found:  # a cell that replied "ok" but shows a traceback (e.g. its figure failed to draw)
-            raise CellExecutionError(nbrun.display_error_message(name, nb, found), "DisplayError", found[0][1])
-    except CellTimeoutError as err:
-        error, exc_string = err, "".join(traceback.format_exc())
-    except CellExecutionError as err:
-        where = "" if err.ename == "DisplayError" else f"{client.where()}: {err.ename}: {err.evalue}\n"
-        named = CellExecutionError(f"{where}{err}", err.ename, err.evalue)
-        error, exc_string = named, "".join(traceback.format_exc())
-    return ExecutionResult(nb, cwd, time.perf_counter() - start, error, exc_string)
-
-
-def _install() -> None:
-    from myst_nb.core.execute import direct
-
-    if getattr(direct, "_limits_installed", False):
-        return
-    original = direct.NotebookClientDirect.start_client
-
-    def start_client(self):
-        _STATE["path"] = self.path
+    chain, seen = [], exc
+    while seen is not None:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    cause = next((e for e in chain if isinstance(e, (CellExecutionError, CellTimeoutError))), None)
+    if cause is None:
+        return None
+    path = next((Path(str(e)) for e in chain if type(e).__name__ == "ExecutionError"), None)
+    name = "a chapter"
+    if path is not None:
         try:
-            return original(self)
-        finally:
-            _STATE["path"] = None
-
-    direct.NotebookClientDirect.start_client = start_client
-    direct.single_nb_execution = limited_execution
-    direct._limits_installed = True
-
-
-def _configure(app, config) -> None:
-    _STATE["notebook_timeout"] = float(config.nb_execution_notebook_timeout)
+            name = str(path.resolve().relative_to(root))
+        except ValueError:
+            name = str(path)
+    where = _cell_of(path, str(cause)) if path is not None and path.is_file() else "a cell"
+    if isinstance(cause, CellTimeoutError):
+        return f"{name}, {where}: no reply within the per-cell limit (execute.timeout): {_first_line(str(cause), 120)}"
+    return f"{name}, {where}: {cause.ename}: {_first_line(str(cause.evalue), 300)}"
 
 
-def setup(app):
-    app.add_config_value("nb_execution_notebook_timeout", nbrun.NOTEBOOK_TIMEOUT_S, "env")
-    app.connect("config-inited", _configure)
-    _install()
-    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
+def _name_the_failure(app: Sphinx, exception: Exception | None) -> None:
+    line = failure_line(exception, Path(app.srcdir)) if exception is not None else None
+    if line:
+        logger.error(f"execution failed: {line}", type="execution", subtype="cell")
+
+
+def _error_outputs(app: Sphinx, doctree: nodes.document) -> None:
+    for block in doctree.findall(nodes.literal_block):
+        if "traceback" not in block.get("classes", []):
+            continue
+        cell = block.parent
+        while cell is not None and cell.get("nb_element") != "cell_code":
+            cell = cell.parent
+        index = cell.get("cell_index") if cell is not None else None
+        source = next((n.astext() for n in cell.findall(nodes.literal_block)
+                       if n.parent.get("nb_element") == "cell_code_source"), "") if cell is not None else ""
+        error = next((ln for ln in reversed(block.astext().splitlines()) if ln.strip()), "an error")
+        raise ExtensionError(
+            f"{app.env.doc2path(app.env.docname, False)}, cell {index} (`{_first_line(source)}`): its output "
+            f"shows an error: {_first_line(error, 200)}")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    os.environ[HEADLESS_ENV] = "1"  # the kernels myst-nb starts inherit this process's environment
+    app.connect("doctree-read", _error_outputs)
+    app.connect("build-finished", _name_the_failure)
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -39,9 +39,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import nbrun  # noqa: E402  (scripts/ is not a package)
+import nbrun  # scripts/ is on sys.path when a script runs (and tests load it by path)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_BUDGET_S = 45.0

@@ -1,32 +1,33 @@
-"""Execute notebooks in fresh kernels, with limits that fail fast and name the place.
+"""Execute chapters in fresh kernels, with limits that fail fast and name the place.
 
-The one execution module of the book outside Jupyter Book: ``scripts/run_notebook.py`` (one or
-more chapters, in its own process), ``scripts/bench.py``, ``scripts/stress.py`` and
-``scripts/seeds.py`` (many chapters, each in a child process under a hard deadline) use it; the
-build applies the same limits and messages through ``_ext/execution_limits.py``.
+The execution module of the scripts: ``run_notebook.py`` (one or more chapters, in its own
+process), ``bench.py``, ``stress.py`` and ``seeds.py`` (many chapters, each in a child process
+under a hard deadline). A chapter is its MyST source ``book/NN_*.md`` (read through jupytext)
+or a notebook ``.ipynb``; the stored file is never modified. The build executes the chapters
+through myst-nb with the same per-cell limit (``execute.timeout``), and
+``_ext/execution_limits.py`` names the chapter and cell when one fails.
 
-The limits
-----------
+The limits (public nbclient settings only: ``timeout_func``, ``on_cell_start``)
+-------------------------------------------------------------------------------
 * :data:`CELL_TIMEOUT_S` per cell: no cell of the book needs more than a minute, even on a
   loaded 2-core machine, so a cell that has not replied after 180 s is stalled.
-* :data:`NOTEBOOK_TIMEOUT_S` per notebook (wall clock): each cell's limit is the smaller of the
-  per-cell limit and the time the notebook has left.
+* :data:`NOTEBOOK_TIMEOUT_S` per chapter (wall clock): each cell's limit is the smaller of the
+  per-cell limit and the time the chapter has left.
 * a child process (:func:`run_children`) is killed, with its kernel, :data:`HARD_MARGIN_S` after
-  the notebook's limit, should the client itself hang outside a cell.
+  the chapter's limit, should the client itself hang outside a cell.
 
-A limit that fires raises :class:`nbclient.exceptions.CellTimeoutError` with a message such as::
+A limit that fires gives an :class:`Outcome` with status ``"stalled"`` and a message such as::
 
-    book/09_iterated_denoiser.ipynb, cell 13 (`import ipywidgets as widgets`): no reply after
-    180 s (the per-cell limit of 180 s); the kernel was idle (0.00 s of CPU in 1 s): it is
-    waiting, not computing (a stall)
+    book/09_iterated_denoiser.md, cell 13 (`draw(1.5)`): no reply after 180 s (the per-cell limit
+    of 180 s); the kernel was idle (0.00 s of CPU in its last second): waiting, not computing
 
-Every kernel started here runs with ``GMMLIB_HEADLESS=1`` (:data:`HEADLESS_ENV`): no front end is
-attached, so :func:`gmmlib.plotting.interactive` draws once instead of creating a widget.
+Every kernel started here runs with ``GMMLIB_HEADLESS=1`` (:data:`gmmlib.plotting.HEADLESS_ENV`):
+no front end is attached, so :func:`gmmlib.plotting.interactive_figure` shows its precomputed
+frames and creates no widget.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -39,29 +40,40 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from queue import Empty
 
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+from gmmlib.plotting import HEADLESS_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 CELL_TIMEOUT_S = 180
 NOTEBOOK_TIMEOUT_S = 600
 HARD_MARGIN_S = 120
-#: The client re-polls the kernel's sockets at least this often (seconds).
-POLL_SLICE_S = 1.0
-#: Set in every kernel this module (or the build) starts: no front end is attached.
-HEADLESS_ENV = "GMMLIB_HEADLESS"
+#: How often the kernel's CPU time and memory are sampled (seconds).
+SAMPLE_S = 0.05
 
 
 def chapters(root: Path = ROOT) -> list[Path]:
-    """The chapters listed in ``_toc.yml`` under ``root``, in order."""
+    """The chapters listed in ``_toc.yml`` under ``root``, in order: each one's ``.md`` (else ``.ipynb``)."""
     import yaml
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     files = [c["file"] for part in toc["parts"] for c in part.get("chapters", [])]
-    return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").is_file()]
+    found = [next((root / f"{f}{s}" for s in (".md", ".ipynb") if (root / f"{f}{s}").is_file()), None)
+             for f in files if Path(f).name[:2].isdigit()]
+    return [p for p in found if p is not None]
+
+
+def read(path: Path | str) -> nbformat.NotebookNode:
+    """A chapter as a notebook: ``.md`` through jupytext (the source), ``.ipynb`` as stored."""
+    path = Path(path)
+    if path.suffix == ".md":
+        import jupytext
+
+        return jupytext.read(path, fmt="md:myst")
+    return nbformat.read(path, as_version=4)
 
 
 def first_line(source: str, width: int = 60) -> str:
@@ -86,68 +98,26 @@ def display_name(path: Path | str) -> str:
         return str(p)
 
 
-def _cpu_seconds(pid: int | None) -> float | None:
-    if not pid:
-        return None
-    try:
-        import psutil
-
-        t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
-    except Exception:  # the kernel may be gone; the message then says nothing about it
-        return None
-
-
-def _poll_in_slices(channel, slice_s: float = POLL_SLICE_S) -> None:
-    """Make ``channel.get_msg(timeout)`` wait in slices of ``slice_s`` seconds, re-polling the socket.
-
-    A message that reached the socket without waking the event loop (the lost wake-up of the
-    module docstring) is then read at the end of the current slice, instead of when the whole
-    ``timeout`` (the per-cell limit; forever when it is None) runs out. Each slice ends with a
-    non-blocking poll of the socket, which finds such a message.
-    """
-    original = channel.get_msg
-
-    async def get_msg(timeout: float | None = None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = slice_s if deadline is None else min(slice_s, max(0.0, deadline - time.monotonic()))
-            try:
-                return await original(timeout=left)
-            except Empty:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-
-    channel.get_msg = get_msg
-
-
 class LimitedClient(NotebookClient):
-    """A :class:`NotebookClient` with a per-cell and a per-notebook limit whose error names the cell.
+    """A :class:`NotebookClient` with a per-cell and a per-notebook limit, which knows the current cell.
 
-    ``name`` is how messages call the notebook; ``on_progress(index, first_line)`` (optional) is
-    called when each code cell starts.
+    Only public settings: ``timeout_func`` gives each cell the smaller of the two limits, and
+    ``on_cell_start`` records the cell (``on_progress(index, first_line)``, optional, hears it).
     """
 
     def __init__(self, nb: nbformat.NotebookNode, *, name: str,
                  cell_timeout: float = CELL_TIMEOUT_S, notebook_timeout: float = NOTEBOOK_TIMEOUT_S,
                  on_progress=None, **kw) -> None:
         kw.setdefault("kernel_name", "python3")
-        kw.setdefault("timeout", int(cell_timeout))
-        super().__init__(nb, **kw)
+        super().__init__(nb, timeout_func=self._cell_limit, on_cell_start=self._started, **kw)
         self.name = name
         self.cell_timeout = float(cell_timeout)
         self.notebook_timeout = float(notebook_timeout)
         self.current: int | None = None
-        self._deadline = time.monotonic() + self.notebook_timeout
+        self.limit = (self.cell_timeout, "cell")  # the limit of the current cell, and which one it is
+        self.deadline = float("inf")  # when the current cell's limit fires (time.monotonic)
+        self._end = time.monotonic() + self.notebook_timeout
         self._on_progress = on_progress
-        self.timeout_func = self._cell_limit
-        self.on_cell_start = self._started
-
-    async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
-        _poll_in_slices(kc.shell_channel)
-        _poll_in_slices(kc.iopub_channel)
-        return kc
 
     def _started(self, cell, cell_index: int) -> None:
         if cell.cell_type == "code" and cell.source.strip():
@@ -155,28 +125,62 @@ class LimitedClient(NotebookClient):
             if self._on_progress is not None:
                 self._on_progress(cell_index, first_line(cell.source))
 
-    def _cell_limit(self, cell) -> float:
-        left = self._deadline - time.monotonic()
-        return max(1.0, min(self.cell_timeout, left))
+    def _cell_limit(self, cell) -> int:
+        left = self._end - time.monotonic()
+        self.limit = (self.cell_timeout, "cell") if left >= self.cell_timeout else (max(1.0, left), "notebook")
+        self.deadline = time.monotonic() + self.limit[0]
+        return max(1, round(self.limit[0]))
 
     def where(self) -> str:
         return f"{self.name}, {cell_label(self.nb, self.current)}"
 
-    async def _async_handle_timeout(self, timeout, cell=None):
-        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
-        before = _cpu_seconds(pid)
-        await asyncio.sleep(1.0)
-        after = _cpu_seconds(pid)
-        limit = (f"the per-cell limit of {self.cell_timeout:.0f} s" if timeout >= self.cell_timeout
-                 else f"the notebook's wall-clock limit of {self.notebook_timeout:.0f} s")
-        if before is None or after is None:
-            state = "the kernel's state is unknown"
-        elif after - before < 0.05:
-            state = (f"the kernel was idle ({after - before:.2f} s of CPU in 1 s): it is waiting, not "
-                     "computing (a stall)")
-        else:
-            state = f"the kernel was busy ({after - before:.2f} s of CPU in 1 s): the cell is too slow"
-        raise CellTimeoutError(f"{self.where()}: no reply after {timeout:.0f} s ({limit}); {state}")
+    def kernel_pid(self) -> int | None:
+        return getattr(getattr(self.km, "provisioner", None), "pid", None) if self.km is not None else None
+
+
+class KernelMonitor(threading.Thread):
+    """Samples the kernel's CPU time and resident memory (with its children) every :data:`SAMPLE_S`."""
+
+    def __init__(self, client: LimitedClient) -> None:
+        super().__init__(daemon=True)
+        self.client, self.stop = client, threading.Event()
+        self.samples: list[tuple[float, float]] = []  # (time.monotonic, CPU seconds)
+        self.peak_rss = 0
+
+    def run(self) -> None:
+        import psutil
+
+        while not self.stop.is_set():
+            pid = self.client.kernel_pid()
+            try:
+                procs = [psutil.Process(pid)] if pid else []
+                procs += [c for p in procs for c in p.children(recursive=True)]
+                cpu = sum(sum(p.cpu_times()[:2]) for p in procs)
+                self.peak_rss = max(self.peak_rss, sum(p.memory_info().rss for p in procs))
+                if procs:
+                    self.samples = [*self.samples[-200:], (time.monotonic(), cpu)]
+            except psutil.Error:  # the kernel is starting or gone
+                pass
+            time.sleep(SAMPLE_S)
+
+    def cpu_before(self, t: float, span: float = 1.0) -> float | None:
+        """CPU seconds the kernel used in the ``span`` seconds before ``t``, or None if unknown."""
+        window = [(s, c) for s, c in self.samples if t - span - SAMPLE_S <= s <= t + SAMPLE_S]
+        return window[-1][1] - window[0][1] if len(window) >= 2 else None
+
+
+def _stall_message(client: LimitedClient, monitor: KernelMonitor) -> str:
+    seconds, which = client.limit
+    limit = (f"the per-cell limit of {client.cell_timeout:.0f} s" if which == "cell"
+             else f"the notebook's wall-clock limit of {client.notebook_timeout:.0f} s")
+    cpu = monitor.cpu_before(client.deadline)
+    if cpu is None:
+        state = "the kernel's state is unknown"
+    elif cpu < 0.05:
+        state = f"the kernel was idle ({cpu:.2f} s of CPU in its last second): waiting, not computing (a stall)"
+    else:
+        state = f"the kernel was busy ({cpu:.2f} s of CPU in its last second): the cell is too slow"
+    return f"{client.where()}: no reply after {seconds:.0f} s ({limit}); {state}"
 
 
 @dataclass
@@ -190,7 +194,6 @@ class Outcome:
     cell: int | None = None
     first_line: str = ""
     peak_mib: float | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -204,12 +207,9 @@ def error_outputs(nb: nbformat.NotebookNode) -> list[tuple[int, str]]:
     is formatted (a figure whose mathtext label does not parse, say) is reported as an error
     output, not as a failed cell, so nbclient does not raise and the figure is missing.
     """
-    found = []
-    for i, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                found.append((i, f"{out.get('ename', '?')}: {first_line(str(out.get('evalue', '')), 200)}"))
-    return found
+    return [(i, f"{out.get('ename', '?')}: {first_line(str(out.get('evalue', '')), 200)}")
+            for i, cell in enumerate(nb.cells) for out in cell.get("outputs", [])
+            if out.get("output_type") == "error"]
 
 
 def display_error_message(name: str, nb: nbformat.NotebookNode, found: list[tuple[int, str]]) -> str:
@@ -228,25 +228,24 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
             notebook_timeout: float = NOTEBOOK_TIMEOUT_S, out_dir: Path | None = None,
             env: dict[str, str] | None = None, measure_memory: bool = False,
             on_progress=None) -> Outcome:
-    """Execute the notebook at ``path`` in a fresh kernel (cwd: its folder); never modify the file.
+    """Execute the chapter at ``path`` (``.md`` or ``.ipynb``) in a fresh kernel (cwd: its folder).
 
-    Returns an :class:`Outcome`; never raises for a failing, stalled or crashed notebook.
+    Never modifies the file (``out_dir`` receives the executed ``.ipynb``). Returns an
+    :class:`Outcome`; never raises for a failing, stalled or crashed notebook.
     """
     path = Path(path).resolve()
     name = display_name(path)
-    nb = nbformat.read(path, as_version=4)
+    nb = read(path)
     client = LimitedClient(nb, name=name, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                            on_progress=on_progress, resources={"metadata": {"path": str(path.parent)}})
-    peak = {"rss": 0}
-    stop = threading.Event()
-    if measure_memory:
-        threading.Thread(target=_poll_memory, args=(client, peak, stop), daemon=True).start()
+    monitor = KernelMonitor(client)
+    monitor.start()
     start = time.perf_counter()
     status, message = "ok", ""
     try:
         client.execute(env=kernel_env(env))
-    except CellTimeoutError as exc:
-        status, message = "stalled", str(exc).splitlines()[0]
+    except CellTimeoutError:
+        status, message = "stalled", _stall_message(client, monitor)
     except CellExecutionError as exc:
         status = "failed"
         message = f"{client.where()}: {exc.ename}: {first_line(exc.evalue, 300)}"
@@ -255,40 +254,18 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
     except Exception as exc:  # kernel start-up, a broken notebook file, ...
         status, message = "crashed", f"{client.where()}: {type(exc).__name__}: {first_line(str(exc), 300)}"
     elapsed = time.perf_counter() - start
-    stop.set()
+    monitor.stop.set()
     found = error_outputs(nb) if status == "ok" else []
     if found:
         status, message = "failed", display_error_message(name, nb, found)
         client.current = found[0][0]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, out_dir / path.name)
+        nbformat.write(nb, out_dir / f"{path.stem}.ipynb")
     cur = client.current
     return Outcome(name, status, round(elapsed, 2), message, cur,
                    first_line(nb.cells[cur].source) if cur is not None else "",
-                   round(peak["rss"] / 2**20, 1) if measure_memory else None)
-
-
-def _poll_memory(client: NotebookClient, peak: dict, stop: threading.Event) -> None:
-    """Peak resident memory of the kernel and its children, polled every 50 ms."""
-    import psutil
-
-    while not stop.is_set():
-        km = client.km
-        pid = getattr(getattr(km, "provisioner", None), "pid", None) if km is not None else None
-        if pid:
-            try:
-                proc = psutil.Process(pid)
-                rss = 0
-                for p in [proc, *proc.children(recursive=True)]:
-                    try:
-                        rss += p.memory_info().rss
-                    except psutil.Error:
-                        pass
-                peak["rss"] = max(peak["rss"], rss)
-            except psutil.Error:
-                pass
-        time.sleep(0.05)
+                   round(monitor.peak_rss / 2**20, 1) if measure_memory else None)
 
 
 # ---------------------------------------------------------------- many notebooks, in child processes
@@ -313,6 +290,7 @@ def _run_child(job: Job, scratch: Path, cell_timeout: float, notebook_timeout: f
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **job.env}, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    name = display_name(job.path)
     try:
         _, err = proc.communicate(timeout=notebook_timeout + HARD_MARGIN_S)
     except subprocess.TimeoutExpired:
@@ -320,15 +298,15 @@ def _run_child(job: Job, scratch: Path, cell_timeout: float, notebook_timeout: f
         proc.communicate()
         data = _read_json(report)
         cell = data.get("cell")
-        return Outcome(display_name(job.path), "stalled", round(time.perf_counter() - start, 2),
-                       f"{display_name(job.path)}, cell {cell} (`{data.get('first_line', '')}`): the runner "
+        return Outcome(name, "stalled", round(time.perf_counter() - start, 2),
+                       f"{name}, cell {cell} (`{data.get('first_line', '')}`): the runner "
                        f"itself hung and was killed after {notebook_timeout + HARD_MARGIN_S:.0f} s",
                        cell, data.get("first_line", ""))
     data = _read_json(report)
     if data.get("status") in (None, "running"):
         tail = first_line((err or "").strip().splitlines()[-1] if (err or "").strip() else "", 300)
-        return Outcome(display_name(job.path), "crashed", round(time.perf_counter() - start, 2),
-                       f"{display_name(job.path)}: the runner exited with code {proc.returncode}: {tail}",
+        return Outcome(name, "crashed", round(time.perf_counter() - start, 2),
+                       f"{name}: the runner exited with code {proc.returncode}: {tail}",
                        data.get("cell"), data.get("first_line", ""))
     return Outcome(**data)
 

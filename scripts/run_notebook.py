@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Execute book notebooks in fresh kernels and report each one's wall time.
+"""Execute book chapters in fresh kernels and report each one's wall time.
 
 Usage::
 
-    python scripts/run_notebook.py book/01_infinite_prompt_limit.ipynb [more.ipynb ...] [--out DIR]
+    python scripts/run_notebook.py book/01_infinite_prompt_limit.md [more.md ...] [--out DIR]
 
-Each notebook runs with its own folder as working directory (as in the book's build).
-The stored notebook is never modified; with ``--out`` the executed copy is written there.
+A chapter is its MyST source ``book/NN_*.md`` (executed through jupytext, as the build does)
+or a notebook ``.ipynb``. Each runs with its own folder as working directory (as in the
+book's build). The stored file is never modified; with ``--out`` the executed copy
+(``.ipynb``) is written there.
 A cell that has not replied after ``--cell-timeout`` seconds (default 180), or a notebook
 still running after ``--notebook-timeout`` seconds (default 600), fails with a message that
 names the notebook and the cell. Exits non-zero if any notebook fails or stalls.
@@ -15,45 +17,15 @@ names the notebook and the cell. Exits non-zero if any notebook fails or stalls.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import threading
-from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import nbrun  # noqa: E402  (scripts/ is not a package)
-
-
-def _watchdog(seconds: float, state: dict, report: Path | None) -> threading.Timer:
-    """Last resort if the client itself hangs outside a cell: kill the kernel, say where, exit 3."""
-    def fire() -> None:
-        where = f"{state.get('notebook', '?')}, cell {state.get('cell')} (`{state.get('line', '')}`)"
-        msg = f"{where}: the runner hung and is exiting after {seconds:.0f} s"
-        print(msg, file=sys.stderr, flush=True)
-        if report is not None:
-            report.write_text(json.dumps(asdict(nbrun.Outcome(state.get("notebook", "?"), "stalled", seconds, msg,
-                                                               state.get("cell"), state.get("line", "")))))
-        import psutil
-
-        for child in psutil.Process().children(recursive=True):  # the kernel this runner started
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
-        os._exit(3)
-
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
-    return timer
+import nbrun  # scripts/ is on sys.path when a script runs (and tests load it by path)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("notebooks", nargs="+", type=Path, help="chapters: .md (MyST) or .ipynb")
     parser.add_argument("--out", type=Path, default=None, help="folder for the executed copies")
     parser.add_argument("--cell-timeout", type=float, default=nbrun.CELL_TIMEOUT_S, help="seconds per cell")
     parser.add_argument("--notebook-timeout", type=float, default=nbrun.NOTEBOOK_TIMEOUT_S,
@@ -67,17 +39,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--json takes a single notebook")
     status = 0
     for path in args.notebooks:
-        state = {"notebook": nbrun.display_name(path)}
+        def progress(index: int, line: str) -> None:  # read by run_children if this process is killed
+            nbrun.write_progress(args.json, index, line)
 
-        def progress(index: int, line: str, state=state) -> None:
-            state.update(cell=index, line=line)
-            if args.json is not None:
-                nbrun.write_progress(args.json, index, line)
-
-        timer = _watchdog(args.notebook_timeout + nbrun.HARD_MARGIN_S / 2, state, args.json)
         outcome = nbrun.execute(path, cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                                out_dir=args.out, measure_memory=args.memory, on_progress=progress)
-        timer.cancel()
+                                out_dir=args.out, measure_memory=args.memory,
+                                on_progress=progress if args.json is not None else None)
         if args.json is not None:
             args.json.write_text(nbrun.outcome_json(outcome))
         if not args.quiet:

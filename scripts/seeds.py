@@ -4,7 +4,11 @@
 Usage::
 
     python scripts/seeds.py                  # seeds 1..5, 2 chapters at a time (``make seeds``)
-    python scripts/seeds.py --seeds 1 7 book/05_landscape_gradient_flow.ipynb
+    python scripts/seeds.py --seeds 1 7 book/05_landscape.md
+    make seeds SEEDS="$(seq -s ' ' 1 20)"    # base seeds 1 to 20
+
+Chapters that draw no random number (no ``seeds.rng(`` or ``seeds.int(`` in their code) give
+the same result under every seed: they are skipped, and listed as such.
 
 Each (chapter, seed) runs in a fresh kernel (``scripts/nbrun.py``, under the same per-cell and
 per-notebook limits as the build) with ``GMMLIB_SEED=<seed>`` and its own
@@ -18,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import nbrun  # noqa: E402
+import nbrun  # scripts/ is on sys.path when a script runs (and tests load it by path)
 
 ROOT = nbrun.ROOT
 
@@ -37,6 +40,14 @@ def failed_claims(ledger_file: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     return [f"{e.get('claim', '?')}: {e.get('what', '')}".rstrip(": ") for e in entries if e.get("passed") is False]
+
+
+RANDOM_DRAW = re.compile(r"\bseeds\.(rng|int)\(")
+
+
+def draws_random_numbers(path: Path) -> bool:
+    """Whether the chapter's code takes a random draw from its seeds (``seeds.rng(`` / ``seeds.int(``)."""
+    return any(cell.cell_type == "code" and RANDOM_DRAW.search(cell.source) for cell in nbrun.read(path).cells)
 
 
 def verdict(outcome: nbrun.Outcome, claims: list[str]) -> str:
@@ -71,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     paths = [p.resolve() for p in args.notebooks] or nbrun.chapters()
+    skipped = [p for p in paths if not draws_random_numbers(p)]
+    for p in skipped:
+        print(f"{nbrun.display_name(p)}: draws no random number (no seeds.rng/seeds.int): skipped", flush=True)
+    paths = [p for p in paths if p not in skipped]
     work = args.out / "seeds"
     jobs = [nbrun.Job(p, {"GMMLIB_SEED": str(s), "GMMLIB_LEDGER_DIR": str(work / f"seed{s}" / "ledger")},
                       f"seed {s}") for s in args.seeds for p in paths]
@@ -97,10 +112,15 @@ def main(argv: list[str] | None = None) -> int:
                                       "outcome": asdict(outcome)}
     names = [p.stem for p in paths]
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "seeds.md").write_text(markdown(names, args.seeds, cells))
+    skipped_names = [p.stem for p in skipped]
+    text = markdown(names, args.seeds, cells)
+    if skipped_names:
+        text += f"\nSkipped (no random draw): {', '.join(skipped_names)}.\n"
+    (args.out / "seeds.md").write_text(text)
     (args.out / "seeds.json").write_text(json.dumps({"seeds": args.seeds, "wall_s": round(wall, 1),
+                                                     "skipped": skipped_names,
                                                      "runs": list(cells.values())}, indent=1))
-    width = max(len(n) for n in names)
+    width = max((len(n) for n in names), default=len("chapter"))
     print(f"\n{'chapter':<{width}}  " + "  ".join(f"seed {s}" for s in args.seeds))
     for n in names:
         print(f"{n:<{width}}  " + "  ".join(f"{'pass' if cells[n, s]['passed'] else 'FAIL':<6}" for s in args.seeds))

@@ -28,9 +28,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import nbrun  # noqa: E402
+import nbrun  # scripts/ is on sys.path when a script runs (and tests load it by path)
 
 ROOT = nbrun.ROOT
 

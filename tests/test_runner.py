@@ -82,18 +82,41 @@ def test_run_notebook_script_exits_nonzero_and_says_where(tmp_path):
     assert data["status"] == "stalled" and data["cell"] == 1
 
 
-def test_the_build_execution_names_notebook_and_cell(tmp_path):
+def test_a_chapter_runs_from_its_myst_source(tmp_path):
+    """The runners take the .md (the source, through jupytext) as well as the .ipynb."""
+    src = tmp_path / "ch.md"
+    src.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\nkernelspec:\n"
+                   "  name: python3\n  display_name: Python 3\n  language: python\n---\n\n# A chapter\n\n"
+                   "```{code-cell}\nx = 41\n```\n\n```{code-cell}\nraise ValueError(x + 1)\n```\n")
+    before = src.read_text()
+    outcome = nbrun.execute(src, out_dir=tmp_path / "out")
+    assert outcome.status == "failed"
+    assert outcome.message.endswith("ch.md, cell 2 (`raise ValueError(x + 1)`): ValueError: 42")
+    assert src.read_text() == before and (tmp_path / "out" / "ch.ipynb").is_file()
+
+
+def test_the_build_extension_names_chapter_and_cell(tmp_path):
+    """The failure line written at build-finished, from myst-nb's ExecutionError and nbclient's cause."""
     pytest.importorskip("myst_nb")
+    from myst_nb.core.execute.base import ExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
     ext = _load("execution_limits", "_ext")
-    path = _notebook(tmp_path, "stalls.ipynb", "import time\ntime.sleep(60)")
+    (tmp_path / "book").mkdir()
+    path = _notebook(tmp_path / "book", "ch.ipynb", "x = 1", "import time\ntime.sleep(60)")
     nb = nbformat.read(path, as_version=4)
-    ext._STATE["path"] = path
-    try:
-        result = ext.limited_execution(nb, cwd=str(tmp_path), timeout=2, allow_errors=False)
-    finally:
-        ext._STATE["path"] = None
-    assert type(result.err).__name__ == "CellTimeoutError"
-    assert "stalls.ipynb, cell 1 (`import time`): no reply after 2 s" in str(result.err)
+    for cause, expected in [
+        (CellTimeoutError.error_from_timeout_and_cell("timed out", 3, nb.cells[2]),
+         "book/ch.ipynb, cell 2 (`import time`): no reply within the per-cell limit"),
+        (CellExecutionError.from_cell_and_msg(nb.cells[1], {"ename": "NameError", "evalue": "y",
+                                                             "traceback": []}),
+         "book/ch.ipynb, cell 1 (`x = 1`): NameError: y"),
+    ]:
+        try:
+            raise ExecutionError(str(path)) from cause
+        except ExecutionError as exc:
+            assert ext.failure_line(exc, tmp_path).startswith(expected)
+    assert ext.failure_line(ValueError("other"), tmp_path) is None
 
 
 def test_run_children_reports_each_outcome(tmp_path):
@@ -109,10 +132,8 @@ def test_run_children_reports_each_outcome(tmp_path):
 def test_a_stalled_cell_fails_the_jupyter_book_build_naming_it(tmp_path):
     """A tiny book with the repository's extension and a 3 s cell timeout: the build fails and says where."""
     (tmp_path / "book").mkdir()
-    (tmp_path / "scripts").mkdir()
     (tmp_path / "_ext").mkdir()
-    for rel in ("scripts/nbrun.py", "_ext/execution_limits.py"):
-        (tmp_path / rel).write_text((ROOT / rel).read_text())
+    (tmp_path / "_ext" / "execution_limits.py").write_text((ROOT / "_ext" / "execution_limits.py").read_text())
     (tmp_path / "_config.yml").write_text(
         "title: tiny\nexecute:\n  execute_notebooks: force\n  timeout: 3\n  raise_on_error: true\n"
         "sphinx:\n  local_extensions:\n    execution_limits: _ext/\n")
@@ -126,7 +147,8 @@ def test_a_stalled_cell_fails_the_jupyter_book_build_naming_it(tmp_path):
     start = time.perf_counter()
     proc = subprocess.run([str(jb), "build", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
-    assert "book/stall.ipynb, cell 2 (`import time`): no reply after 3 s" in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "book/stall.ipynb, cell 2 (`import time`): no reply within the per-cell limit" in out
     assert time.perf_counter() - start < 120
 
 
@@ -181,14 +203,36 @@ def test_a_figure_that_fails_to_draw_fails_the_run_and_is_named(tmp_path):
     outcome = nbrun.execute(path)
     assert outcome.status == "failed" and outcome.cell == 2
     assert "figure.ipynb, cell 2 (`import matplotlib.pyplot as plt`): its output shows an error" in outcome.message
-    pytest.importorskip("myst_nb")
-    ext = _load("execution_limits", "_ext")
-    ext._STATE["path"] = path
-    try:
-        result = ext.limited_execution(nbformat.read(path, as_version=4), cwd=str(tmp_path), timeout=60,
-                                       allow_errors=False)
-    finally:
-        ext._STATE["path"] = None
-    assert "figure.ipynb, cell 2" in str(result.err) and "its output shows an error" in str(result.err)
     good = _notebook(tmp_path, "good_figure.ipynb", BAD_FIGURE.replace("\\mathcal S", "\\mathcal{S}"))
     assert nbrun.execute(good).ok
+
+
+def test_a_figure_that_fails_to_draw_fails_the_jupyter_book_build(tmp_path):
+    """The build renders the error output as a traceback; the extension fails the build naming the cell."""
+    (tmp_path / "book").mkdir()
+    (tmp_path / "_ext").mkdir()
+    (tmp_path / "_ext" / "execution_limits.py").write_text((ROOT / "_ext" / "execution_limits.py").read_text())
+    (tmp_path / "_config.yml").write_text(
+        "title: tiny\nexecute:\n  execute_notebooks: force\n  timeout: 60\n  raise_on_error: true\n"
+        "sphinx:\n  local_extensions:\n    execution_limits: _ext/\n")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n      - file: book/fig\n")
+    (tmp_path / "intro.md").write_text("# Intro\n")
+    _notebook(tmp_path / "book", "fig.ipynb", "x = 1", BAD_FIGURE)
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():
+        pytest.skip("jupyter-book is not installed next to this Python")
+    proc = subprocess.run([str(jb), "build", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "book/fig.ipynb, cell 2 (`import matplotlib.pyplot as plt`): its output shows an error" in out
+
+
+def test_seeds_skips_chapters_that_draw_no_random_number(tmp_path):
+    seeds = _load("seeds", "scripts")
+    drawn = _notebook(tmp_path, "drawn.ipynb", "from gmmlib.seeding import Seeds\nseeds = Seeds(chapter=1)",
+                      "x = seeds.rng('prompts').normal()")
+    fixed = _notebook(tmp_path, "fixed.ipynb", "import numpy as np\nx = np.linspace(0, 1, 3)")
+    assert seeds.draws_random_numbers(drawn) and not seeds.draws_random_numbers(fixed)
+    assert seeds.main([str(fixed), "--seeds", "1", "2", "--out", str(tmp_path / "out")]) == 0
+    assert "Skipped (no random draw): fixed" in (tmp_path / "out" / "seeds.md").read_text()
