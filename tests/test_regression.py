@@ -283,3 +283,14 @@ def test_head_map_is_the_odd_part_of_the_prediction():
     queries = np.column_stack([xq, np.zeros(4)])
     f = lambda w: softmax_attention_limit(reg.token_law(w, SIGMA), queries, U, V)[:, -1]
     np.testing.assert_allclose((f(w) - f(-w)) / 2, xq @ P.T @ SIGMA @ w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("L", [4, 16, 64, 1000])
+def test_optimal_finite_risk_equals_eigenvalue_sum(L):
+    """eq-02-finite-optimum: tr Σ − tr(Σ²Γ*_L) = Σᵢ λᵢ(λᵢ + trΣ)/((L + 1)λᵢ + trΣ) (moved from Chapter 2)."""
+    Sigma = np.array([[1.0, 0.3], [0.3, 0.5]])
+    lam, t = np.linalg.eigvalsh(Sigma), np.trace(Sigma)
+    eig_sum = np.sum(lam * (lam + t) / ((L + 1) * lam + t))
+    assert np.isclose(reg.optimal_finite_prompt_linear_risk(Sigma, L), eig_sum, rtol=1e-12)
+    wrong = np.sum(lam * (lam + t) / (L * lam + t))   # L in place of L + 1
+    assert not np.isclose(reg.optimal_finite_prompt_linear_risk(Sigma, L), wrong, rtol=1e-6)
