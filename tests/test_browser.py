@@ -7,10 +7,12 @@ that every in-page slider figure (``gmmlib.plotting.slider_figure``) is under 2 
 another picture when each of its sliders is moved with the keyboard; and that axe-core finds
 no serious or critical accessibility violation, in light and in dark mode. They check, over
 all built pages, that no internal link is broken, that the launch buttons of each chapter
-point at its own notebook and that every captioned figure's image has its caption as alt
-text. The sliders and the accessibility results are written to ``_build/sliders.json`` and
-``_build/accessibility.json``. When no Chromium is installed the browser tests are skipped
-with a message saying how to install it (``.ci/run`` installs it on CI).
+point at its own notebook (the .ipynb paired with the chapter's MyST source) and that every
+captioned figure's image has its caption as alt text; and, at a 1280×800 window, that no
+visible code block scrolls sideways. The sliders and the accessibility results are written
+to ``_build/sliders.json`` and ``_build/accessibility.json``. When no Chromium is installed
+the browser tests are skipped with a message saying how to install it (``.ci/run`` installs
+it on CI).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def _toc_pages() -> list[str]:
 
 
 def _chapters() -> list[str]:
-    return [p for p in _toc_pages() if (ROOT / "book" / f"{p}.ipynb").is_file()]
+    """The chapters: pages built from a MyST source book/NN_*.md (with its paired .ipynb)."""
+    return [p for p in _toc_pages() if (ROOT / "book" / f"{p}.md").is_file() and p[:2].isdigit()]
 
 
 RAW_MATH_JS = r"""
@@ -168,6 +171,35 @@ def test_every_slider_moves_the_picture(page_and_base, slider_report, name):
             elif after[1] == before[1] or after[2] == before[2]:
                 problems.append(f"{what}: alt text or aria-valuetext not updated")
     assert not problems, f"{name}: " + "; ".join(problems)
+
+
+#: Every visible code block whose text is wider than its box (it would scroll sideways).
+WIDE_CODE_JS = r"""
+() => [...document.querySelectorAll('div.highlight pre')]
+  .filter(pre => pre.getClientRects().length > 0 && pre.offsetParent !== null)
+  .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+  .map(pre => {
+    const lines = pre.textContent.split('\n');
+    const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+    return {scroll: pre.scrollWidth, client: pre.clientWidth, chars: longest.length,
+            line: longest.trim().slice(0, 90)};
+  })
+"""
+
+
+@pytest.mark.parametrize("name", _toc_pages())
+def test_no_visible_code_block_scrolls_sideways(page_and_base, name):
+    """At a 1280×800 window no visible code block is wider than the page (code is never wrapped)."""
+    page, base = page_and_base
+    page.set_viewport_size({"width": 1280, "height": 800})
+    try:
+        _open(page, base, name)
+        wide = page.evaluate(WIDE_CODE_JS)
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 1600})
+    assert not wide, (f"{name}: {len(wide)} visible code blocks scroll sideways at 1280×800 (scrollWidth > "
+                      "clientWidth; longest line):\n" + "\n".join(
+                          f"  {w['scroll']} > {w['client']} px, {w['chars']} chars: {w['line']}" for w in wide))
 
 
 def _axe_failures(result: dict) -> list[str]:
