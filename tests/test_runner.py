@@ -129,26 +129,31 @@ def test_run_children_reports_each_outcome(tmp_path):
     assert "bad.ipynb, cell 1 (`1/0`): ZeroDivisionError" in outcomes[1].message
 
 
-def test_a_stalled_cell_fails_the_jupyter_book_build_naming_it(tmp_path):
-    """A tiny book with the repository's extension and a 3 s cell timeout: the build fails and says where."""
-    (tmp_path / "book").mkdir()
-    (tmp_path / "_ext").mkdir()
-    (tmp_path / "_ext" / "execution_limits.py").write_text((ROOT / "_ext" / "execution_limits.py").read_text())
-    (tmp_path / "_config.yml").write_text(
-        "title: tiny\nexecute:\n  execute_notebooks: force\n  timeout: 3\n  raise_on_error: true\n"
-        "sphinx:\n  local_extensions:\n    execution_limits: _ext/\n")
-    (tmp_path / "_toc.yml").write_text(
-        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n      - file: book/stall\n")
-    (tmp_path / "intro.md").write_text("# Intro\n")
-    _notebook(tmp_path / "book", "stall.ipynb", "x = 1", "import time\ntime.sleep(60)")
+def _build_tiny_book(folder: Path, timeout: int, *sources: str) -> subprocess.CompletedProcess:
+    """Build a one-chapter book (book/ch.ipynb with ``sources``) with the repository's execution extension."""
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
         pytest.skip("jupyter-book is not installed next to this Python")
+    (folder / "book").mkdir()
+    (folder / "_ext").mkdir()
+    (folder / "_ext" / "execution_limits.py").write_text((ROOT / "_ext" / "execution_limits.py").read_text())
+    (folder / "_config.yml").write_text(
+        f"title: tiny\nexecute:\n  execute_notebooks: force\n  timeout: {timeout}\n  raise_on_error: true\n"
+        "sphinx:\n  local_extensions:\n    execution_limits: _ext/\n")
+    (folder / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n      - file: book/ch\n")
+    (folder / "intro.md").write_text("# Intro\n")
+    _notebook(folder / "book", "ch.ipynb", *sources)
+    return subprocess.run([str(jb), "build", str(folder)], capture_output=True, text=True, timeout=300)
+
+
+def test_a_stalled_cell_fails_the_jupyter_book_build_naming_it(tmp_path):
+    """A tiny book with the repository's extension and a 3 s cell timeout: the build fails and says where."""
     start = time.perf_counter()
-    proc = subprocess.run([str(jb), "build", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    proc = _build_tiny_book(tmp_path, 3, "x = 1", "import time\ntime.sleep(60)")
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
-    assert "book/stall.ipynb, cell 2 (`import time`): no reply within the per-cell limit" in out
+    assert "book/ch.ipynb, cell 2 (`import time`): no reply within the per-cell limit" in out
     assert time.perf_counter() - start < 120
 
 
@@ -209,23 +214,10 @@ def test_a_figure_that_fails_to_draw_fails_the_run_and_is_named(tmp_path):
 
 def test_a_figure_that_fails_to_draw_fails_the_jupyter_book_build(tmp_path):
     """The build renders the error output as a traceback; the extension fails the build naming the cell."""
-    (tmp_path / "book").mkdir()
-    (tmp_path / "_ext").mkdir()
-    (tmp_path / "_ext" / "execution_limits.py").write_text((ROOT / "_ext" / "execution_limits.py").read_text())
-    (tmp_path / "_config.yml").write_text(
-        "title: tiny\nexecute:\n  execute_notebooks: force\n  timeout: 60\n  raise_on_error: true\n"
-        "sphinx:\n  local_extensions:\n    execution_limits: _ext/\n")
-    (tmp_path / "_toc.yml").write_text(
-        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n      - file: book/fig\n")
-    (tmp_path / "intro.md").write_text("# Intro\n")
-    _notebook(tmp_path / "book", "fig.ipynb", "x = 1", BAD_FIGURE)
-    jb = Path(sys.executable).parent / "jupyter-book"
-    if not jb.exists():
-        pytest.skip("jupyter-book is not installed next to this Python")
-    proc = subprocess.run([str(jb), "build", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    proc = _build_tiny_book(tmp_path, 60, "x = 1", BAD_FIGURE)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
-    assert "book/fig.ipynb, cell 2 (`import matplotlib.pyplot as plt`): its output shows an error" in out
+    assert "book/ch.ipynb, cell 2 (`import matplotlib.pyplot as plt`): its output shows an error" in out
 
 
 def test_seeds_skips_chapters_that_draw_no_random_number(tmp_path):
