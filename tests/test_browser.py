@@ -176,7 +176,7 @@ def test_every_slider_moves_the_picture(page_and_base, slider_report, name):
 #: Every visible code block whose text is wider than its box (it would scroll sideways).
 WIDE_CODE_JS = r"""
 () => [...document.querySelectorAll('div.highlight pre')]
-  .filter(pre => pre.getClientRects().length > 0 && pre.offsetParent !== null)
+  .filter(pre => (pre.checkVisibility ? pre.checkVisibility() : pre.offsetParent !== null))  // not in a closed fold
   .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
   .map(pre => {
     const lines = pre.textContent.split('\n');
