@@ -229,7 +229,8 @@ def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
         counts = source_counts(text)
         minutes = reading_minutes(counts)
         n_lectures = lectures(minutes)
-        exec_data = (env.metadata.get(doc, {}) or {}).get("exec_data") or {}
+        # myst-nb's execution record (NbMetadataCollector), as the execution-status page reads it
+        exec_data = (getattr(env, "nb_metadata", {}) or {}).get(doc, {}).get("exec_data") or {}
         runtime = exec_data.get("runtime")
         run = f"{runtime:.0f} s" if isinstance(runtime, (int, float)) else "not executed"
         if exec_data and not exec_data.get("succeeded", True):

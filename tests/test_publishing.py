@@ -627,3 +627,30 @@ def test_citation_names_an_entity_that_bibtex_keeps_whole():
         assert "development version" in info["statement"]
     else:
         assert f"edition   = {{{info['version']}}}" in record
+
+
+# ---------------------------------------------- the generated pages, in the finished build
+def _built_page(name: str) -> str:
+    path = ROOT / "_build" / "html" / "book" / f"{name}.html"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: `make test` builds the book before the --built tests")
+    from html import unescape
+
+    return unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8"))))
+
+
+@pytest.mark.built
+def test_built_list_of_figures_names_every_chapter_figure():
+    text = _built_page("figures")
+    found = re.search(r"(\d+) numbered figures in (\d+) chapters", text)
+    assert found and int(found.group(1)) >= 9 and int(found.group(2)) >= 9, found
+    assert re.search(r"Figure \d+\.\d+ — \S", text), "each figure with its caption"
+
+
+@pytest.mark.built
+def test_built_instructor_page_has_times_for_every_chapter():
+    text = _built_page("instructors")
+    chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
+    assert len(re.findall(r"\d+ min \(\d+ words", text)) == len(chapters)
+    assert "not executed" not in text and "(failed)" not in text, "run times of the build"
+    assert re.search(r"The book \d+ min \d+ \d+ s", text)
