@@ -297,3 +297,15 @@ def test_glue_in_a_kernel_without_a_front_end_displays_nothing(capsys):
     pytest.importorskip("myst_nb")
     glue("quiet", 0.123)  # outside IPython myst-nb's glue must not print or raise
     assert capsys.readouterr().out == ""
+
+
+def test_the_ledger_page_states_each_checks_power(monkeypatch):
+    """_ext/verification_ledger.py: the "smallest error it detects" cell of a ledger row."""
+    from .conftest import REPO, load_repo_module
+
+    monkeypatch.syspath_prepend(str(REPO / "_ext"))
+    ext = load_repo_module("_ext", "verification_ledger")
+    assert ext.detects({"detectable": None}) == "deterministic"
+    assert ext.detects({"detectable": 0.042}) == "random: 4.2%"
+    assert ext.detects({"detectable": 0.2}) == "random: 20.0% — above the book's 10%"
+    assert ext.MAX_DETECTABLE is MAX_DETECTABLE

@@ -203,3 +203,15 @@ def test_interactive_figure_outside_a_kernel_makes_no_widget(monkeypatch):
     monkeypatch.delenv(HEADLESS_ENV, raising=False)
     assert headless()
     assert isinstance(interactive_figure(_draw, GRID, alt="x"), SliderFigure)
+
+
+def test_live_sliders_start_where_asked(monkeypatch):
+    from gmmlib.plotting import HEADLESS_ENV, live_sliders
+
+    monkeypatch.delenv(HEADLESS_ENV, raising=False)
+    widget = live_sliders(lambda lam, k=1: _draw(lam / 3, 0.5), {"lam": (0.5, 3.0, 0.5), "k": (1, 3)},
+                          start={"lam": 2.5})
+    values = {w.description: w.value for w in widget.kwargs_widgets}
+    assert values["lam"] == 2.5
+    with pytest.raises(ValueError, match="start"):
+        live_sliders(lambda lam: _draw(0.5, 0.5), {"lam": (0.5, 3.0)}, start={"mu": 1.0})
