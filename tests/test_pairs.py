@@ -73,3 +73,40 @@ def test_pre_commit_syncs_the_pairs():
     config = (ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8")
     assert "jupytext" in config and "--sync" in config, (
         ".pre-commit-config.yaml has no jupytext --sync hook for book/*.md")
+
+
+def test_launch_buttons_of_a_myst_chapter_open_its_notebook(tmp_path):
+    """A page built from book/ch.md with its paired ch.ipynb excluded: Colab and Binder open the .ipynb.
+
+    (The built book's own pages are checked in tests/test_browser.py.)
+    """
+    import subprocess
+    import sys
+
+    import yaml
+
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():
+        pytest.skip("jupyter-book is not installed next to this Python")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    (tmp_path / "book").mkdir()
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump({
+        "title": "pair", "execute": {"execute_notebooks": "off"},
+        "exclude_patterns": [p for p in config["exclude_patterns"] if p == "book/*.ipynb"] + ["_build"],
+        "launch_buttons": config["launch_buttons"], "repository": config["repository"]}))
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nparts:\n  - caption: P\n"
+                                       "    chapters:\n      - file: book/ch\n")
+    (tmp_path / "intro.md").write_text("# Intro\n")
+    source = CHAPTERS[0].read_text(encoding="utf-8").split("\n---\n", 1)[0] + "\n---\n\n# A chapter\n\n" \
+        "```{code-cell}\nx = 1\n```\n"
+    (tmp_path / "book" / "ch.md").write_text(source, encoding="utf-8")
+    subprocess.run([str(Path(sys.executable).parent / "jupytext"), "--sync", str(tmp_path / "book" / "ch.md")],
+                   check=True, capture_output=True)
+    assert (tmp_path / "book" / "ch.ipynb").is_file()
+    proc = subprocess.run([str(jb), "build", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    html = (tmp_path / "_build" / "html" / "book" / "ch.html").read_text(encoding="utf-8")
+    url, branch = config["repository"]["url"].rstrip("/"), config["repository"]["branch"]
+    owner_repo = "/".join(url.split("/")[-2:])
+    assert f'href="https://colab.research.google.com/github/{owner_repo}/blob/{branch}/book/ch.ipynb"' in html
+    assert f'href="https://mybinder.org/v2/gh/{owner_repo}/{branch}?urlpath=tree/book/ch.ipynb"' in html
