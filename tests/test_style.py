@@ -164,7 +164,8 @@ _SKIP = [
     re.compile(r"\{glue(?::\w+)?\}`[^`]*`"),           # glued numbers: computed, not typed
     re.compile(r"\{(?!math\})[\w:-]+\}`[^`]*`"),       # other roles: references, citations, labels
     re.compile(r"`[^`\n]*`"),                          # inline code: settings and identifiers
-    re.compile(r"^\s*:[\w-]+:.*$", re.M),               # directive options (:label:, :name:, :class:)
+    re.compile(r"^\s*:(?:label|name|class|tags|status|book|width|height|align|scale|figwidth|figclass|"
+               r"nowrap|number|enumerated):.*$", re.M),  # directive options that are not prose
     re.compile(r"^\([\w-]+\)=\s*$", re.M),              # targets
     re.compile(r"<!--.*?-->", re.S),                    # comments
     re.compile(r"\]\([^)]*\)"),                         # link targets
@@ -248,6 +249,7 @@ def test_the_typed_number_rule():
     fine = ("step 0.6, tolerance 1e-2, L = 10^5, 0.05, 1.5, Theorem 3.10, Section 2.1.3, "
             "{glue:text}`err:.3g`, `atol=0.125`, {ref}`eq-1.25`, version 0.3.0\n:label: thm-01.234\n")
     assert typed_numbers(fine) == []
+    assert [n for _, n in typed_numbers(":caption: a slope of 0.498\n")] == ["0.498"]  # prose options count
     assert [n for _, n in typed_numbers(r"attractors at $\pm0.8268$, $x\approx1.234$")] == ["0.8268", "1.234"]
     assert significant_digits("0.100") == 3 and significant_digits("0.05") == 1
 
