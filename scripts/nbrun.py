@@ -9,8 +9,8 @@ through myst-nb with the same per-cell limit (``execute.timeout``), and
 
 The limits (public nbclient settings only: ``timeout_func``, ``on_cell_start``)
 -------------------------------------------------------------------------------
-* :data:`CELL_TIMEOUT_S` per cell: no cell of the book needs more than a minute, even on a
-  loaded 2-core machine, so a cell that has not replied after 180 s is stalled.
+* :data:`CELL_TIMEOUT_S` per cell, the build's ``execute.timeout`` (180 s): no cell of the book
+  needs more than a minute, even on a loaded 2-core machine, so such a cell is stalled.
 * :data:`NOTEBOOK_TIMEOUT_S` per chapter (wall clock): each cell's limit is the smaller of the
   per-cell limit and the time the chapter has left.
 * a child process (:func:`run_children`) is killed, with its kernel, :data:`HARD_MARGIN_S` after
@@ -42,13 +42,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
+import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from gmmlib.plotting import HEADLESS_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
-CELL_TIMEOUT_S = 180
+#: Seconds per cell: the build's ``execute.timeout`` in ``_config.yml`` (written there only).
+CELL_TIMEOUT_S = int(yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"])
 NOTEBOOK_TIMEOUT_S = 600
 HARD_MARGIN_S = 120
 #: How often the kernel's CPU time and memory are sampled (seconds).
@@ -57,8 +59,6 @@ SAMPLE_S = 0.05
 
 def chapters(root: Path = ROOT) -> list[Path]:
     """The chapters listed in ``_toc.yml`` under ``root``, in order: each one's ``.md`` (else ``.ipynb``)."""
-    import yaml
-
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     files = [c["file"] for part in toc["parts"] for c in part.get("chapters", [])]
     found = [next((root / f"{f}{s}" for s in (".md", ".ipynb") if (root / f"{f}{s}").is_file()), None)
