@@ -19,9 +19,30 @@ training   : the one training loop
 plotting   : the book's figure style and shared plots
 """
 
-from .attention import linear_attention, softmax_attention
-from .limits import linear_attention_limit, softmax_attention_limit
-from .mixtures import GaussianMixture
+from importlib import import_module
+from typing import Any
+
+# The public names load their module on first use (PEP 562), so that `import gmmlib` (and the
+# runners, which read a constant of gmmlib.plotting) does not pay for torch until it is needed.
+_PUBLIC = {
+    "GaussianMixture": "mixtures",
+    "softmax_attention": "attention",
+    "linear_attention": "attention",
+    "softmax_attention_limit": "limits",
+    "linear_attention_limit": "limits",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gmmlib' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
 
 __all__ = [
     "GaussianMixture",
