@@ -632,8 +632,9 @@ def converged_quadrature(compute: Any, n_points: int, n_fine: int | None = None,
         \varepsilon = c\,|Q_{n'} - Q_n| + 100\,u\,\max(|Q_{n'}|, 1),
 
     with :math:`c` = :data:`CONVERGENCE_MULTIPLIER` = 10 and :math:`u` the float64 unit
-    round-off. Gauss–Hermite rules converge geometrically on the book's smooth integrands,
-    so the finer rule's error is far below the change between the two; :math:`c = 10` is
+    round-off. Gauss–Hermite rules converge like :math:`e^{-c\sqrt n}` or faster on the
+    book's analytic integrands, so the finer rule's error is below the change between the
+    two once that change is small; :math:`c = 10` is
     the book's one documented safety factor for that.
     """
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:

@@ -8,15 +8,17 @@ For :math:`X\sim\mathcal N(m,\Gamma)` and :math:`\Gamma = RR^\top`,
 
 with the tensor-product rule built from the :math:`n`-point probabilists' Gauss–Hermite
 rule in each of the :math:`d` directions (weight :math:`e^{-t^2/2}/\sqrt{2\pi}`). It is exact
-for polynomials of degree :math:`\le 2n-1` in each coordinate, and converges
-geometrically for smooth (analytic) integrands, which is why population risks in low
+for polynomials of degree :math:`\le 2n-1` in each coordinate; for integrands analytic in
+a strip around the real axis (a logistic, a softmax gate) its error falls like
+:math:`e^{-c\sqrt n}`, with :math:`c` proportional to the strip's half-width, and faster for
+entire integrands (exponentials, polynomials), which is why population risks in low
 dimension come out to about 1e-12. A mixture is a weighted sum of such rules.
 
 The cost is :math:`n^d` nodes per component: keep :math:`d` small (up to 3 or 4), or
 integrate over the few directions the integrand depends on.
 
-Gauss–Hermite rules converge geometrically at a speed set by how far the integrand's
-complex singularities lie from the real axis, in standardised units. A logistic
+Gauss–Hermite rules converge (root-exponentially, as above) at a speed set by how far the
+integrand's complex singularities lie from the real axis, in standardised units. A logistic
 :math:`\sigma(a + \varsigma z)` has poles at distance :math:`\pi/\varsigma`: a sharp gate (large
 :math:`\varsigma`) defeats any affordable Gauss–Hermite rule. :func:`graded_normal_rule` is the
 remedy: a composite Gauss–Legendre rule for the standard normal weight whose panels are
