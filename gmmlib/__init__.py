@@ -12,6 +12,7 @@ regression : in-context linear regression (Chapter 2)
 selection  : query-dependent selection: alignment decomposition, multi-class and XOR tasks (Chapters 3, 6)
 lda        : classification with one head: the task, the predictor, the risk (Chapters 4–6)
 lda_dynamics : its gradient flow, gradient descent, SGD chains and their floors (Chapter 6)
+lda_torch  : torch versions (autograd reference risk, trainable head) for Chapters 5 and 6
 denoising  : the Bayes denoiser and its attention constructions (Chapters 8–9)
 checks     : the ledger of numerical checks behind every claim, with their negative controls
 seeding    : one base seed for the book and named random streams

@@ -61,14 +61,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
-import torch
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
-from torch import nn
 
 from ._validation import as_float_array, check_covariances, check_positive
 from .mixtures import GaussianMixture
-from .quadrature import gauss_hermite, gaussian_nodes
+from ._lda_rules import _class_nodes, _dot, _loss_terms, _sigmoid
 
 __all__ = [
     "LDAModel",
@@ -83,8 +81,6 @@ __all__ = [
     "population_risk_grad",
     "attention_risk_grad",
     "attention_jacobian",
-    "QuadratureRisk",
-    "EffectiveHead",
     "best_linear_attention",
     "excess_risk_estimate",
     "minimiser_distances",
@@ -337,13 +333,16 @@ def effective_params(model: LDAModel, theta: AttentionParams) -> EffectiveParams
         raise TypeError(f"theta must be an AttentionParams, got {type(theta).__name__}")
     if theta.dim != model.dim:
         raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
-    D = model.delta
-    return EffectiveParams(
-        theta.U11.T @ model.cov @ theta.v21,
-        float(theta.v21 @ model.m_neg - theta.v22),
-        float(theta.v21 @ D + 2 * theta.v22),
-        theta.U11.T @ D + 2 * theta.u21,
-    )
+    w, b, r, s = _effective_map(model, theta.U11, theta.u21, theta.v21, np.asarray(theta.v22))
+    return EffectiveParams(w, float(b), float(r), s)
+
+
+def _effective_map(model: LDAModel, U11: np.ndarray, u21: np.ndarray, v21: np.ndarray,
+                   v22: np.ndarray) -> tuple[np.ndarray, ...]:
+    """eq-04-map on numpy arrays with any leading batch axes: the one numpy copy of the map."""
+    w = np.einsum("...ji,...j->...i", U11, v21 @ model.cov)      # U11ᵀ Γ v21 (Γ symmetric)
+    s = np.einsum("...ji,j->...i", U11, model.delta) + 2 * u21
+    return w, v21 @ model.m_neg - v22, v21 @ model.delta + 2 * v22, s
 
 
 def attention_jacobian(model: LDAModel, theta: AttentionParams) -> np.ndarray:
@@ -439,115 +438,10 @@ def construction_s0(model: LDAModel, v21: Any | None = None) -> AttentionParams:
 
 
 # ---------------------------------------------------------------------- risks
-#: The quadrature rules of :func:`population_risk`: a tensor Gauss–Hermite rule on
-#: :math:`(w^\top X, s^\top X)`, or graded Gauss–Legendre panels adapted to the gate and the loss.
-RULES = ("gauss-hermite", "adaptive")
 #: The largest change of the risk between a rule and a coarser version of it that
 #: :func:`population_risk` accepts, in nats, relative to max(1, R): beyond it the rule has not
 #: converged and it raises.
 RISK_TOLERANCE = 1e-6
-
-
-def _gate_coordinates(model: LDAModel, w: np.ndarray, s: np.ndarray, m: np.ndarray) -> tuple[float, ...]:
-    r"""``(mu1, beta, sig12, mu2, sig2)`` with :math:`w^\top X = \mu_1 + \beta u + \sigma_{1|2}v`, :math:`s^\top X = \mu_2 + \sigma_2 u`.
-
-    For :math:`X\sim\mathcal N(m,\Gamma)`; :math:`u, v` are independent standard normals (:math:`u` runs
-    along the gate direction, :math:`v` is the part of :math:`w^\top X` independent of it).
-    """
-    G = model.cov
-    c11, c12, c22 = float(w @ G @ w), float(w @ G @ s), float(s @ G @ s)
-    if c22 > 0.0:
-        sig2 = np.sqrt(c22)
-        return float(w @ m), c12 / sig2, float(np.sqrt(max(c11 - c12 * c12 / c22, 0.0))), float(s @ m), float(sig2)
-    return float(w @ m), 0.0, float(np.sqrt(max(c11, 0.0))), float(s @ m), 0.0
-
-
-def _kinks(a: float, beta: float, r: float, kappa: float, sig2: float, z_max: float) -> tuple[np.ndarray, np.ndarray]:
-    r"""Roots in :math:`[-z_{\max}-1, z_{\max}+1]` of :math:`F(u) = a + \beta u + r\sigma(\kappa + \sigma_2u)` and :math:`F'` there."""
-    if beta == 0.0 and (r == 0.0 or sig2 == 0.0):
-        return np.zeros(0), np.zeros(0)
-    grid = np.linspace(-z_max - 1.0, z_max + 1.0, 1025)
-
-    def F(u):
-        return a + beta * u + r * _sigmoid(kappa + sig2 * u)
-
-    vals = F(grid)
-    idx = np.nonzero(vals[:-1] * vals[1:] <= 0.0)[0][:8]
-    lo, hi = grid[idx], grid[idx + 1]
-    fine = np.linspace(0.0, 1.0, 65)
-    for _ in range(4):  # refine each bracket 64-fold, four times: width < 0.02 / 64⁴ < 1e-8
-        pts = lo[:, None] + (hi - lo)[:, None] * fine
-        vals = F(pts)
-        j = np.argmax(vals[:, :-1] * vals[:, 1:] <= 0.0, axis=1)
-        rows = np.arange(lo.size)
-        lo, hi = pts[rows, j], pts[rows, j + 1]
-    roots = 0.5 * (lo + hi)
-    g = _sigmoid(kappa + sig2 * roots)
-    return roots, beta + r * sig2 * g * (1.0 - g)
-
-
-def _adaptive_nodes(model: LDAModel, eff: EffectiveParams, m: np.ndarray, n_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes of (wᵀX, sᵀX), X ~ N(m, Γ), from graded panels along the gate (u) and across the loss's kink (v)."""
-    from .quadrature import GRADED_Z_MAX, graded_normal_rule
-
-    w, b, r, s = eff
-    mu1, beta, sig12, mu2, sig2 = _gate_coordinates(model, w, s, m)
-    a, kappa = mu1 + b, model.s0 + mu2
-    if sig2 == 0.0 and beta == 0.0:  # nothing varies along u
-        u, wu = np.zeros(1), np.ones(1)
-    else:
-        roots, slopes = _kinks(a, beta, r, kappa, sig2, GRADED_Z_MAX)
-        pts = [(-kappa / sig2, np.pi / sig2)] if sig2 > 0 else []
-        pts += [(u0, np.hypot(np.pi, sig12) / abs(sl)) for u0, sl in zip(roots, slopes) if sl != 0.0]
-        pts = np.array(pts, dtype=np.float64).reshape(-1, 2)
-        u, wu = (x[0] for x in graded_normal_rule(pts[:, 0], pts[:, 1], n_points))
-    F = a + beta * u + r * _sigmoid(kappa + sig2 * u)
-    if sig12 > 0.0:
-        v, wv = graded_normal_rule((-F / sig12)[:, None], np.full((u.size, 1), np.pi / sig12), n_points)
-    else:
-        v, wv = np.zeros((u.size, 1)), np.ones((u.size, 1))
-    T1 = (mu1 + beta * u)[:, None] + sig12 * v
-    T2 = np.broadcast_to((mu2 + sig2 * u)[:, None], T1.shape)
-    W = wu[:, None] * wv
-    # drop the nodes whose contribution is below 1e-20 even for the largest integrand (|f| + 1)
-    keep = W * (1.0 + np.abs(T1) + abs(b) + abs(r)) > 1e-20
-    return np.stack([T1[keep], T2[keep]], axis=1), W[keep]
-
-
-def _class_nodes(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str = "gauss-hermite"):
-    """Per class c: (c, m_c, π_c, nodes of (wᵀX, sᵀX) given Y = c, weights), by the chosen rule."""
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    check_positive(n_points, "n_points", integer=True)
-    w, s = eff.w, eff.s
-    P = np.stack([w, s])
-    C = P @ model.cov @ P.T
-    out = []
-    for c, m, pc in ((1.0, model.m_pos, model.pi_pos), (-1.0, model.m_neg, 1 - model.pi_pos)):
-        if rule == "gauss-hermite":
-            T, wt = gaussian_nodes(P @ m, C, n_points)
-        else:
-            T, wt = _adaptive_nodes(model, eff, m, n_points)
-        out.append((c, m, pc, T, wt))
-    return out
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """The logistic function through tanh (exact to 1 ulp in absolute terms, and faster than expit)."""
-    return 0.5 + 0.5 * np.tanh(0.5 * x)
-
-
-def _loss_terms(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r""":math:`\ell(u)`, :math:`\sigma(-u) = -\ell'(u)` and :math:`\ell''(u) = \sigma(u)\sigma(-u)`, from one exponential."""
-    e = np.exp(-np.abs(u))
-    inv = 1.0 / (1.0 + e)
-    sig_neg = np.where(u >= 0, e * inv, inv)  # σ(-u)
-    return np.log1p(e) + np.maximum(-u, 0.0), sig_neg, e * inv * inv
-
-
-def _dot(weights: np.ndarray, values: np.ndarray) -> float:
-    """A weighted sum without BLAS (whose threads stall on busy machines for these vector sizes)."""
-    return float(np.sum(weights * values))
 
 
 def _risk(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str) -> float:
@@ -701,82 +595,6 @@ def attention_risk_grad(model: LDAModel, theta: AttentionParams, n_points: int =
         G @ theta.U11 @ g.w + model.m_neg * g.b + D * g.r,
         -g.b + 2 * g.r,
     )
-
-
-class QuadratureRisk:
-    r"""The population risk as a differentiable torch function, on a fixed full-dimensional Gauss–Hermite rule.
-
-    The nodes :math:`x_i` (``n_points``:math:`^d` per class) and weights do not depend on the
-    parameters, so ``torch.autograd`` gives exact gradients and Hessians of the quadrature
-    rule. Meant for small :math:`d` (:math:`n^d` nodes); use :func:`population_risk` otherwise.
-    """
-
-    def __init__(self, model: LDAModel, n_points: int = 40) -> None:
-        self.model = _check_model(model)
-        check_positive(n_points, "n_points", integer=True)
-        xi, wt = gauss_hermite(n_points, model.dim)
-        R = np.linalg.cholesky(model.cov)
-        X = np.concatenate([model.m_pos + xi @ R.T, model.m_neg + xi @ R.T])
-        W = np.concatenate([model.pi_pos * wt, (1 - model.pi_pos) * wt])
-        Y = np.concatenate([np.ones(wt.size), -np.ones(wt.size)])
-        self.X, self.W, self.Y = (torch.as_tensor(a, dtype=torch.float64) for a in (X, W, Y))
-        self.G = torch.tensor(np.array(model.cov), dtype=torch.float64)
-        self.m_neg = torch.tensor(np.array(model.m_neg), dtype=torch.float64)
-        self.delta = torch.as_tensor(model.delta, dtype=torch.float64)
-
-    def effective(self, w: torch.Tensor, b: torch.Tensor, r: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-        """The risk of :math:`f = w^\\top x + b + r\\sigma(s_0+s^\\top x)` (torch scalar)."""
-        f = self.X @ w + b + r * torch.sigmoid(self.model.s0 + self.X @ s)
-        return self.W @ nn.functional.softplus(-self.Y * f)
-
-    def attention(self, vec: torch.Tensor) -> torch.Tensor:
-        """The risk of the head whose flat parameter vector is ``vec`` (order of :meth:`AttentionParams.vector`)."""
-        d = self.model.dim
-        U11 = vec[: d * d].reshape(d, d)
-        u21, v21, v22 = vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1]
-        w = U11.T @ (self.G @ v21)
-        b = v21 @ self.m_neg - v22
-        r = v21 @ self.delta + 2 * v22
-        s = U11.T @ self.delta + 2 * u21
-        return self.effective(w, b, r, s)
-
-
-class EffectiveHead(nn.Module):
-    r"""One softmax head on an infinitely long prompt of LDA tokens, as a torch module of :math:`x`.
-
-    ``forward(X)`` returns :math:`f_\theta(x) = w^\top x + b + r\sigma(s_0+s^\top x)` with
-    :math:`(w,b,r,s)` the image of the trainable blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})`
-    (see :func:`effective_params`). Training it on fresh samples :math:`(X, Y)` is stochastic
-    gradient descent on the population risk :math:`R(\theta)`.
-    """
-
-    def __init__(self, model: LDAModel, theta: AttentionParams) -> None:
-        super().__init__()
-        self.model = _check_model(model)
-        if theta.dim != model.dim:
-            raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
-        t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64))  # noqa: E731
-        self.U11, self.u21, self.v21, self.v22 = (nn.Parameter(t(a)) for a in
-                                                  (theta.U11, theta.u21, theta.v21, theta.v22))
-        self.register_buffer("G", t(model.cov))
-        self.register_buffer("m_neg", t(model.m_neg))
-        self.register_buffer("delta", t(model.delta))
-
-    def effective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The current :math:`(w, b, r, s)` as tensors."""
-        w = self.U11.T @ (self.G @ self.v21)
-        b = self.v21 @ self.m_neg - self.v22
-        r = self.v21 @ self.delta + 2 * self.v22
-        s = self.U11.T @ self.delta + 2 * self.u21
-        return w, b, r, s
-
-    def theta(self) -> AttentionParams:
-        """The current parameters as an :class:`AttentionParams` (numpy copies)."""
-        return AttentionParams(*(p.detach().numpy().copy() for p in (self.U11, self.u21, self.v21, self.v22)))
-
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        w, b, r, s = self.effective()
-        return X @ w + b + r * torch.sigmoid(self.model.s0 + X @ s)
 
 
 # ---------------------------------------------------------------------- linear attention, minimisers

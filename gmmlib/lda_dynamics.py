@@ -19,12 +19,12 @@ from .lda import (
     AttentionParams,
     LDAModel,
     _check_model,
-    _dot,
-    _sigmoid,
+    _effective_map,
     attention_jacobian,
     attention_risk_grad,
     effective_params,
 )
+from ._lda_rules import _dot, _sigmoid
 from .quadrature import gauss_hermite
 
 __all__ = [
@@ -173,7 +173,7 @@ def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, 
     pulled back by the adjoint :math:`J^\top` of Proposition prop-05-adjoint,
     :math:`(\Gamma v_{21}g_w^\top + \Delta g_s^\top,\ 2g_s,\ \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\ -g_b + 2g_r)`.
     This is the same dynamics as :func:`gmmlib.training.train` with
-    :class:`gmmlib.lda.EffectiveHead` and ``optimizer="sgd"`` (``tests/test_lda.py`` compares
+    :class:`gmmlib.lda_torch.EffectiveHead` and ``optimizer="sgd"`` (``tests/test_lda.py`` compares
     them step by step), vectorised in numpy over the chains: about fifty times faster for this
     small head, which makes replicated runs of :math:`10^4` steps affordable.
 
@@ -210,7 +210,7 @@ def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, 
     record_every = check_positive(record_every, "record_every", integer=True)
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be a non-negative integer, got {steps}")
-    d, cov, delta, m_neg = model.dim, model.cov, model.delta, model.m_neg
+    cov, delta, m_neg = model.cov, model.delta, model.m_neg
     chol = np.linalg.cholesky(cov)
     U, u, v, v22 = _theta_batch(theta0, n_chains)
     recorded, thetas = [], []
@@ -226,11 +226,8 @@ def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, 
         if k == steps:
             break
         X, Y = _draw_batch(model, chol, (n_chains, batch), rng)
+        w, b, r, s = _effective_map(model, U, u, v, v22)   # eq-04-map, per chain
         gv = v @ cov                                        # Γ v21 (Γ symmetric)
-        w = (gv[:, None, :] @ U)[:, 0]                      # U11ᵀ Γ v21
-        b = v @ m_neg - v22
-        r = v @ delta + 2 * v22
-        s = delta @ U + 2 * u                               # U11ᵀ Δ + 2 u21
         gate = expit(model.s0 + (X @ s[:, :, None])[..., 0])
         f = (X @ w[:, :, None])[..., 0] + b[:, None] + r[:, None] * gate
         c = -Y * expit(-Y * f) / batch

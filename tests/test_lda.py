@@ -14,10 +14,8 @@ from scipy.special import expit
 from gmmlib import softmax_attention, softmax_attention_limit, linear_attention_limit
 from gmmlib.lda import (
     AttentionParams,
-    EffectiveHead,
     EffectiveParams,
     LDAModel,
-    QuadratureRisk,
     attention_jacobian,
     attention_risk_grad,
     best_linear_attention,
@@ -32,6 +30,7 @@ from gmmlib.lda import (
     population_risk_grad,
     zeta_sequence,
 )
+from gmmlib.lda_torch import EffectiveHead, QuadratureRisk
 from gmmlib.lda_dynamics import (
     gradient_descent,
     gradient_flow,
