@@ -132,7 +132,7 @@ def in_context_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any, *, le
     :math:`s^2\mathcal B = \mathbb E[(s\tilde w)^2e^{-s\tilde w}\|D\|^2]`. Every integral is a
     trapezoidal sum on one uniform grid of scores and of :math:`u` (step ``step``, at most half
     the smallest score deviation), so each is a discrete correlation of positive kernels of
-    :math:`x - \Lambda(a) - u`: accurate to about 1e-8 relative at the default step and to round-off at half of it (the tests
+    :math:`x - \Lambda(a) - u`: accurate to about 1e-6 relative at the default step and to round-off at half of it (the tests
     compare two steps and Monte Carlo) for any length, however large. Scores are covered from
     12 deviations below each component's mean to 12 beyond the tilt
     :math:`\min(2\kappa_k, \sqrt{\kappa_k}\sqrt{2\log L_{\max}})`.
@@ -148,7 +148,7 @@ def in_context_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any, *, le
         Prompt lengths :math:`L\ge 1` (real values are accepted, as for a Poisson-like
         interpolation; the formula is exact at integers).
     step : float
-        Grid step in score units (0.5: about 1e-8 relative; 0.25: round-off).
+        Grid step in score units (0.5: about 1e-6 relative; 0.25: round-off).
     cross : bool
         Keep the pair term :math:`L(L-1)\|\mathcal A\|^2\varphi^{L-2}` (the squared bias of the
         ratio). ``False`` gives the diagonal term alone, a plausible wrong formula for tests.
