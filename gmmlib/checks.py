@@ -620,7 +620,7 @@ CONVERGENCE_MULTIPLIER = 10.0
 
 
 def converged_quadrature(compute: Any, n_points: int, n_fine: int | None = None, *,
-                         method: str = "Gauss–Hermite quadrature") -> Estimate:
+                         method: str = "Gauss–Hermite quadrature", dim: int = 1) -> Estimate:
     r"""A quadrature value with its error estimated from two rule sizes.
 
     ``compute(n)`` evaluates the rule with ``n`` nodes (per axis). With
@@ -629,10 +629,13 @@ def converged_quadrature(compute: Any, n_points: int, n_fine: int | None = None,
 
     .. math::
 
-        \varepsilon = c\,|Q_{n'} - Q_n| + 100\,u\,\max(|Q_{n'}|, 1),
+        \varepsilon = c\,|Q_{n'} - Q_n| + \max(100, 4\sqrt N)\,u\,\max(|Q_{n'}|, 1),
 
-    with :math:`c` = :data:`CONVERGENCE_MULTIPLIER` = 10 and :math:`u` the float64 unit
-    round-off. Gauss–Hermite rules converge like :math:`e^{-c\sqrt n}` or faster on the
+    with :math:`c` = :data:`CONVERGENCE_MULTIPLIER` = 10, :math:`u` the float64 unit
+    round-off and :math:`N = n'^{\,\text{dim}}` the number of terms the finer rule sums
+    (``dim`` axes of a tensor-product rule): the round-off of a sum of :math:`N` terms
+    grows like :math:`\sqrt N\,u` (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, §4.2), four of its standard deviations. Gauss–Hermite rules converge like :math:`e^{-c\sqrt n}` or faster on the
     book's analytic integrands, so the finer rule's error is below the change between the
     two once that change is small; :math:`c = 10` is
     the book's one documented safety factor for that.
@@ -646,10 +649,13 @@ def converged_quadrature(compute: Any, n_points: int, n_fine: int | None = None,
     if coarse.shape != fine.shape:
         raise ValueError("compute(n) must return the same shape for every n")
     change = np.abs(fine - coarse)
-    round_off = 100 * np.finfo(np.float64).eps * np.maximum(np.abs(fine), 1.0)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+        raise ValueError(f"dim must be a positive integer (the rule's number of axes), got {dim!r}")
+    ulps = max(100.0, 4.0 * math.sqrt(float(n_fine) ** int(dim)))
+    round_off = ulps * np.finfo(np.float64).eps * np.maximum(np.abs(fine), 1.0)
     error = CONVERGENCE_MULTIPLIER * change + round_off
     why = (f"{CONVERGENCE_MULTIPLIER:g} × the change from {n_points} to {n_fine} nodes "
-           f"(max {_fmt(float(change.max()))}) + 100 ulp")
+           f"(max {_fmt(float(change.max()))}) + {ulps:.0f} ulp of round-off")
     return Estimate(fine, error, why, f"{method}, {n_fine} nodes")
 
 

@@ -381,10 +381,14 @@ def finite_prompt_mse_exact(mixture: GaussianMixture, queries: Any, U: Any, V: A
         r1 = xi / sk - 1.0
         Em1 = np.expm1(-(u[:, None] / L) * w[None, :])  # e^{-tw} − 1, (n_u, n_xi)
         E = Em1 + 1.0
-        log_phi = np.log1p(Em1 @ wq)  # log φ without cancellation when u/L is small
+        with np.errstate(divide="ignore"):  # φ underflows to 0 far out in u: log φ = −inf
+            log_phi = np.log1p(Em1 @ wq)  # log φ without cancellation when u/L is small
         A = E @ (wq * w * w * (g2 * r1 * r1 + tau))
         b = E @ (wq * w * r1)
-        f = u * (np.exp((L - 1) * log_phi) * A + (L - 1) * np.exp((L - 2) * log_phi) * g2 * b * b)
+        # φ^k with φ^0 = 1 even where φ underflows (log φ = −inf, and 0·(−inf) would be NaN)
+        phi_l1 = np.exp((L - 1) * log_phi)
+        phi_l2 = np.exp((L - 2) * log_phi) if L > 2 else np.ones_like(log_phi)
+        f = u * (phi_l1 * A + (L - 1) * phi_l2 * g2 * b * b)
         out[i] = float(du @ f)
     return float(out[0]) if single else out
 

@@ -309,3 +309,15 @@ def test_the_ledger_page_states_each_checks_power(monkeypatch):
     assert ext.detects({"detectable": 0.042}) == "random: 4.2%"
     assert ext.detects({"detectable": 0.2}) == "random: 20.0% — above the book's 10%"
     assert ext.MAX_DETECTABLE is MAX_DETECTABLE
+
+
+def test_converged_quadrature_round_off_grows_with_the_number_of_terms():
+    from gmmlib.checks import converged_quadrature
+
+    one = converged_quadrature(lambda n: 1.0, 20, 40)
+    cube = converged_quadrature(lambda n: 1.0, 20, 40, dim=3)
+    eps = np.finfo(np.float64).eps
+    assert np.isclose(float(one.error), 100 * eps)                  # 4√40 < 100
+    assert np.isclose(float(cube.error), 4 * np.sqrt(40.0**3) * eps)  # 4√64000 ≈ 1012
+    with pytest.raises(ValueError, match="dim"):
+        converged_quadrature(lambda n: 1.0, 20, 40, dim=0)

@@ -188,3 +188,21 @@ def test_exact_error_accurate_at_very_long_prompts():
     R1 = [2 * h(2 * n) - h(n) for n in (L, 2 * L)]
     assert abs((4 * R1[1] - R1[0]) / 3 / c1 - 1) < 1e-5
     assert abs(h(10**8) / c1 - 1) < 1e-3
+
+
+def test_exact_error_is_finite_at_two_tokens():
+    """At L = 2, φ^(L−2) = 1 even where φ underflows (it once gave 0·(−inf) = NaN)."""
+    import warnings
+
+    from gmmlib.limits import finite_prompt_mse_exact, prompt_errors
+
+    g = GaussianMixture([1.0], [[0.0, 0.0]], [np.eye(2)])
+    q, V = np.array([[1.0, 0.5]]), np.eye(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exact = finite_prompt_mse_exact(g, q, 0.5 * np.eye(2), V, length=2)[0]
+    err = prompt_errors(g, q, 0.5 * np.eye(2), V, length=2, n_prompts=200_000, rng=3)
+    se = err.std() / np.sqrt(err.size)
+    assert np.isfinite(exact)
+    assert abs(exact / 2 - err.mean()) < 5 * se  # the function returns L·E‖T_L − T‖²
+    assert abs(exact - err.mean()) > 50 * se     # …not E‖T_L − T‖² itself
