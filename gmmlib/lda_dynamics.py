@@ -44,8 +44,8 @@ def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps
     r"""Population gradient descent :math:`\theta_{k+1} = \theta_k - \eta\,\nabla_\theta R(\theta_k)` on one head.
 
     The discrete dynamics of Proposition prop-06-local and Theorem thm-06-symmetric (Chapter 6).
-    The risk and its gradient come from :func:`attention_risk_grad` (``rule``, ``n_points`` and
-    ``tol`` as in :func:`population_risk`).
+    The risk and its gradient come from :func:`~gmmlib.lda.attention_risk_grad` (``rule``, ``n_points`` and
+    ``tol`` as in :func:`~gmmlib.lda.population_risk`).
 
     Parameters
     ----------
@@ -108,7 +108,7 @@ def gradient_flow(model: LDAModel, theta0: AttentionParams, t_eval: Any, n_point
     method when the flow becomes stiff (slow drift along flat directions next to fast
     normal decay, as near the minimisers); ``"DOP853"`` and ``"RK45"`` are explicit Runge–Kutta
     methods (Hairer, Nørsett & Wanner, 1993), cheaper per step while the flow is not stiff.
-    The gradient is :func:`attention_risk_grad` (``n_points``, ``rule``, ``tol`` as there).
+    The gradient is :func:`~gmmlib.lda.attention_risk_grad` (``n_points``, ``rule``, ``tol`` as there).
 
     Parameters
     ----------
@@ -323,7 +323,7 @@ def sgd_excess_floor(model: LDAModel, theta: AttentionParams, lr: float, batch: 
         = \frac{\eta}{4B}\sum_i\frac{\lambda_i}{1 - \eta\lambda_i/2}.
 
     The eigenvalues :math:`\lambda_i > 0` of :math:`H = J^\top F J` (:math:`J` the Jacobian of
-    :func:`attention_jacobian`, :math:`F = \mathbb E[\sigma'(f)\,g g^\top]`, :math:`g = \nabla_{(w,b,r,s)}f`)
+    :func:`~gmmlib.lda.attention_jacobian`, :math:`F = \mathbb E[\sigma'(f)\,g g^\top]`, :math:`g = \nabla_{(w,b,r,s)}f`)
     are those of :math:`F^{1/2}JJ^\top F^{1/2}`; :math:`F` is estimated by Monte Carlo on
     ``n_samples`` draws from ``rng`` (a relative error of order :math:`n^{-1/2}`).
     """

@@ -24,7 +24,7 @@ class QuadratureRisk:
 
     The nodes :math:`x_i` (``n_points``:math:`^d` per class) and weights do not depend on the
     parameters, so ``torch.autograd`` gives exact gradients and Hessians of the quadrature
-    rule. Meant for small :math:`d` (:math:`n^d` nodes); use :func:`population_risk` otherwise.
+    rule. Meant for small :math:`d` (:math:`n^d` nodes); use :func:`~gmmlib.lda.population_risk` otherwise.
     """
 
     def __init__(self, model: LDAModel, n_points: int = 40) -> None:
@@ -46,7 +46,7 @@ class QuadratureRisk:
         return self.W @ nn.functional.softplus(-self.Y * f)
 
     def attention(self, vec: torch.Tensor) -> torch.Tensor:
-        """The risk of the head whose flat parameter vector is ``vec`` (order of :meth:`AttentionParams.vector`)."""
+        """The risk of the head whose flat parameter vector is ``vec`` (order of :meth:`~gmmlib.lda.AttentionParams.vector`)."""
         d = self.model.dim
         U11 = vec[: d * d].reshape(d, d)
         u21, v21, v22 = vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1]
@@ -62,7 +62,7 @@ class EffectiveHead(nn.Module):
 
     ``forward(X)`` returns :math:`f_\theta(x) = w^\top x + b + r\sigma(s_0+s^\top x)` with
     :math:`(w,b,r,s)` the image of the trainable blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})`
-    (see :func:`effective_params`). Training it on fresh samples :math:`(X, Y)` is stochastic
+    (see :func:`~gmmlib.lda.effective_params`). Training it on fresh samples :math:`(X, Y)` is stochastic
     gradient descent on the population risk :math:`R(\theta)`.
     """
 
