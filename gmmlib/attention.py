@@ -55,6 +55,8 @@ def _to_tensor(x: Any, name: str, dtype: torch.dtype | None) -> torch.Tensor:
             arr = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must be a numeric array or tensor, got {type(x).__name__}") from exc
+        if not arr.flags.writeable:  # read-only (e.g. a frozen mixture's means): torch needs its own copy
+            arr = arr.copy()
         t = torch.from_numpy(arr)
         if dtype is not None:
             t = t.to(dtype)
