@@ -195,7 +195,8 @@ class EditionBibtex(SphinxDirective):
                       "record on its pages). This development version is cited by its commit:")
             out.append(nodes.paragraph(text=advice))
         text = bibtex(e)
-        out.append(nodes.literal_block(text, text, language="bibtex"))
+        # a citation record, copied whole: long URLs wrap softly in the page (book.css), never scroll
+        out.append(nodes.literal_block(text, text, language="bibtex", classes=["edition-bibtex"]))
         return out
 
 
