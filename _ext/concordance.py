@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 from docutils import nodes
+from docutils.nodes import make_id  # as Sphinx forms equation ids (lower case)
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
@@ -127,9 +128,9 @@ def _resolve(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
     math_labels = env.get_domain("math").data.get("objects", {})
     if label in math_labels:
         todoc = math_labels[label][0]
-        num = env.toc_fignumbers.get(todoc, {}).get("displaymath", {}).get(f"equation-{label}")
+        num = env.toc_fignumbers.get(todoc, {}).get("displaymath", {}).get(make_id(f"equation-{label}"))
         text = f"Equation ({'.'.join(map(str, num))})" if num else f"Equation {label}"
-        return make_refnode(builder, fromdoc, todoc, f"equation-{label}", nodes.Text(text))
+        return make_refnode(builder, fromdoc, todoc, make_id(f"equation-{label}"), nodes.Text(text))
     std = env.get_domain("std")
     anon = std.data.get("anonlabels", {})
     if label in anon:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from docutils.nodes import make_id  # as Sphinx forms equation ids (lower case)
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -182,9 +183,9 @@ def _claim_link(app: Sphinx, fromdoc: str, label: str, chapter_doc: str) -> node
     math_labels = app.env.get_domain("math").data.get("objects", {})
     if label in math_labels:
         todoc = math_labels[label][0]
-        eq_num = app.env.toc_fignumbers.get(todoc, {}).get("displaymath", {}).get(f"equation-{label}")
+        eq_num = app.env.toc_fignumbers.get(todoc, {}).get("displaymath", {}).get(make_id(f"equation-{label}"))
         text = f"Equation ({'.'.join(map(str, eq_num))})" if eq_num else f"Equation {label}"
-        return make_refnode(builder, fromdoc, todoc, f"equation-{label}", nodes.Text(text))
+        return make_refnode(builder, fromdoc, todoc, make_id(f"equation-{label}"), nodes.Text(text))
     return make_refnode(builder, fromdoc, chapter_doc, label, nodes.Text(label))
 
 

@@ -604,12 +604,14 @@ class Ledger:
         self._bound(value, bound, -1.0, claim, what, method, why, control)
 
     def summary(self) -> str:
-        """A one-line count of this chapter's checks and of the wrong answers they rejected."""
+        """A two-line count of this chapter's checks and of the wrong answers they rejected."""
         n_ok = sum(e.passed for e in self.entries)
         claims = len({e.claim for e in self.entries})
         n_controls = sum(len(e.controls) for e in self.entries)
         n_rejected = sum(c["rejected"] for e in self.entries for c in e.controls)
-        return (f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims; "
+        # two short lines: the summary is printed at the end of every chapter, in a page column
+        # of about 80 characters
+        return (f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims;\n"
                 f"{n_rejected}/{n_controls} negative controls rejected")
 
 

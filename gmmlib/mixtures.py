@@ -107,7 +107,8 @@ class GaussianMixture:
     Examples
     --------
     >>> import numpy as np
-    >>> gm = GaussianMixture([0.5, 0.5], [[-1.0, 0.0], [1.0, 0.0]], np.stack([np.eye(2)] * 2))
+    >>> gm = GaussianMixture([0.5, 0.5], [[-1.0, 0.0], [1.0, 0.0]],
+    ...                      np.stack([np.eye(2)] * 2))
     >>> gm.dim, gm.n_components
     (2, 2)
     """
