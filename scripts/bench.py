@@ -42,8 +42,8 @@ import psutil
 import nbrun  # scripts/ is on sys.path when a script runs (and tests load it by path)
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTER_BUDGET_S = 45.0
-BOOK_BUDGET_S = 180.0
+CHAPTER_BUDGET_S = 30.0
+BOOK_BUDGET_S = 120.0
 
 
 def chapters() -> list[Path]:

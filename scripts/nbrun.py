@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -227,7 +228,7 @@ def kernel_env(env: dict[str, str] | None = None) -> dict[str, str]:
 def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
             notebook_timeout: float = NOTEBOOK_TIMEOUT_S, out_dir: Path | None = None,
             env: dict[str, str] | None = None, measure_memory: bool = False,
-            on_progress=None) -> Outcome:
+            on_progress=None, profile: int = 0) -> Outcome:
     """Execute the chapter at ``path`` (``.md`` or ``.ipynb``) in a fresh kernel (cwd: its folder).
 
     Never modifies the file (``out_dir`` receives the executed ``.ipynb``). Returns an
@@ -262,10 +263,31 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, out_dir / f"{path.stem}.ipynb")
+    if profile:
+        print_slowest_cells(name, nb, profile)
     cur = client.current
     return Outcome(name, status, round(elapsed, 2), message, cur,
                    first_line(nb.cells[cur].source) if cur is not None else "",
                    round(monitor.peak_rss / 2**20, 1) if measure_memory else None)
+
+
+def cell_seconds(cell) -> float | None:
+    """Wall time of an executed code cell, from nbclient's ``metadata.execution`` timestamps."""
+    meta = cell.get("metadata", {}).get("execution", {})
+    try:
+        start = datetime.fromisoformat(meta["iopub.execute_input"].replace("Z", "+00:00"))
+        stop = datetime.fromisoformat(meta["shell.execute_reply"].replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return None
+    return (stop - start).total_seconds()
+
+
+def print_slowest_cells(name: str, nb: nbformat.NotebookNode, n: int) -> None:
+    """Print the ``n`` slowest code cells of an executed notebook (``run_notebook.py --profile``)."""
+    timed = [(s, i) for i, c in enumerate(nb.cells) if (s := cell_seconds(c)) is not None]
+    print(f"{name}: {sum(s for s, _ in timed):.1f} s in {len(timed)} cells; slowest:")
+    for s, i in sorted(timed, reverse=True)[:n]:
+        print(f"  {s:6.2f} s  cell {i:3d}  {first_line(nb.cells[i].source)}")
 
 
 # ---------------------------------------------------------------- many notebooks, in child processes

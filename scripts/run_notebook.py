@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the outcome of the (single) notebook to this file, as JSON")
     parser.add_argument("--memory", action="store_true", help="measure the kernel's peak resident memory")
     parser.add_argument("--quiet", action="store_true", help="print nothing (with --json)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also print the N slowest cells of each notebook (seconds, index, first line)")
     args = parser.parse_args(argv)
     if args.json is not None and len(args.notebooks) != 1:
         parser.error("--json takes a single notebook")
@@ -44,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
         outcome = nbrun.execute(path, cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                                 out_dir=args.out, measure_memory=args.memory,
-                                on_progress=progress if args.json is not None else None)
+                                on_progress=progress if args.json is not None else None,
+                                profile=args.profile)
         if args.json is not None:
             args.json.write_text(nbrun.outcome_json(outcome))
         if not args.quiet:
