@@ -13,26 +13,9 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-
-class figure_index_placeholder(nodes.General, nodes.Element):
-    """Replaced by the list once every page has been read."""
-
-
-class FigureIndexDirective(SphinxDirective):
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        docs = getattr(self.env, "figure_index_docs", set())
-        docs.add(self.env.docname)
-        self.env.figure_index_docs = docs
-        return [figure_index_placeholder()]
-
-
-def _reread(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
-    return sorted(getattr(env, "figure_index_docs", set()))
+from doctables import chapter_heading, register_generated
 
 
 def _in_solution(node: nodes.Node) -> bool:
@@ -68,10 +51,7 @@ def figures(env: Any) -> list[tuple[str, list[tuple[str, str, str, bool]]]]:
     return out
 
 
-def _render(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
-    placeholders = list(doctree.findall(figure_index_placeholder))
-    if not placeholders:
-        return
+def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     env = app.env
     students = os.environ.get("BOOK_STUDENTS", "").strip() not in ("", "0")
     content: list[nodes.Node] = []
@@ -82,10 +62,7 @@ def _render(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
             continue
         chapters += 1
         total += len(items)
-        chapter = env.titles[doc].astext() if doc in env.titles else doc
-        para = nodes.paragraph()
-        para += make_refnode(app.builder, fromdoc, doc, "", nodes.strong(text=chapter))
-        content.append(para)
+        content.append(chapter_heading(app, fromdoc, doc))
         bullets = nodes.bullet_list(classes=["figure-index"])
         for number, target, caption, in_solution in items:
             p = nodes.paragraph()
@@ -96,14 +73,9 @@ def _render(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
                 p += nodes.emphasis(text=" (in an exercise's solution)")
             bullets += nodes.list_item("", p)
         content.append(bullets)
-    summary = nodes.paragraph(text=f"{total} numbered figures in {chapters} chapters.")
-    for ph in placeholders:
-        ph.replace_self([summary, *content])
+    return [nodes.paragraph(text=f"{total} numbered figures in {chapters} chapters."), *content]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.add_node(figure_index_placeholder)
-    app.add_directive("figure-index", FigureIndexDirective)
-    app.connect("env-get-outdated", _reread)
-    app.connect("doctree-resolved", _render)
+    register_generated(app, {"figure-index": ("figures", _render)})
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -32,6 +32,8 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
+from doctables import exercise_item, exercises, register_generated
+
 WORDS_PER_MINUTE = 120        # careful reading of mathematical prose
 MINUTES_PER_EQUATION = 1.0    # a displayed equation is read, not skimmed
 CODE_LINES_PER_MINUTE = 15    # code shown in the page
@@ -43,29 +45,6 @@ KINDS = [
     ("Open problem", "Projects (★★★)"),
 ]
 HIDDEN_TAGS = ("remove-cell", "remove-input", "hide-input", "hide-cell")
-
-
-class kit_placeholder(nodes.General, nodes.Element):
-    """Replaced once every page has been read (its ``kind`` says by what)."""
-
-
-class _KitDirective(SphinxDirective):
-    has_content = False
-    kind = ""
-
-    def run(self) -> list[nodes.Node]:
-        docs = getattr(self.env, "instructor_kit_docs", set())
-        docs.add(self.env.docname)
-        self.env.instructor_kit_docs = docs
-        return [kit_placeholder(kind=self.kind)]
-
-
-class ChapterPlan(_KitDirective):
-    kind = "plan"
-
-
-class HomeworkExercises(_KitDirective):
-    kind = "homework"
 
 
 class ReadingRates(SphinxDirective):
@@ -145,10 +124,6 @@ def lectures(minutes: float) -> int:
 
 
 # ------------------------------------------------------------------------- rendering
-def _reread(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
-    return sorted(getattr(env, "instructor_kit_docs", set()))
-
-
 def _chapters(env: Any) -> list[str]:
     order = env.toctree_includes.get(env.config.root_doc, [])
     return [d for d in order if re.match(r"\d\d_", d.split("/")[-1])]
@@ -265,55 +240,25 @@ def _kind(title: str) -> str:
 
 
 def _homework(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    env = app.env
-    registry = getattr(env, "sphinx_exercise_registry", {})
-    order = {d: i for i, d in enumerate(env.toctree_includes.get(env.config.root_doc, []))}
-    groups: dict[str, list[tuple[tuple, str, str, str, str]]] = defaultdict(list)
-    for label, info in registry.items():
-        if info.get("type") != "exercise":
-            continue
-        node = info["node"]
-        subtitles = [n for n in node.findall(nodes.Element)
-                     if type(n).__name__ == "exercise_subtitle"]
-        title = subtitles[0].astext().strip() if subtitles else ""
-        doc = info["docname"]
-        numbers = env.toc_fignumbers.get(doc, {}).get("exercise", {}).get(label, ())
-        number = ".".join(map(str, numbers))
-        key = (order.get(doc, 10**6), tuple(numbers))
-        groups[_kind(title)].append((key, doc, label, number, title))
+    groups: dict[str, list[tuple[str, str, tuple[int, ...], str]]] = defaultdict(list)
+    for entry in exercises(app.env):
+        groups[_kind(entry[3])].append(entry)
     out: list[nodes.Node] = []
     for kind, heading in [*KINDS, ("", "Not yet classified (no kind in the title)")]:
-        items = sorted(groups.get(kind, []))
+        items = groups.get(kind, [])
         if not items:
             continue
         para = nodes.paragraph()
         para += nodes.strong(text=f"{heading}: {len(items)}")
         out.append(para)
         bullets = nodes.bullet_list()
-        for _, doc, label, number, title in items:
-            p = nodes.paragraph()
-            p += make_refnode(app.builder, fromdoc, doc, label,
-                              nodes.Text(f"Exercise {number}".strip()))
-            if title:
-                p += nodes.Text(f" — {title}")
-            bullets += nodes.list_item("", p)
+        for entry in items:
+            bullets += exercise_item(app, fromdoc, *entry)
         out.append(bullets)
     return out or [nodes.paragraph(text="The book has no exercises yet.")]
 
 
-def _render(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
-    for ph in list(doctree.findall(kit_placeholder)):
-        if ph["kind"] == "plan":
-            ph.replace_self(_plan(app, fromdoc))
-        else:
-            ph.replace_self(_homework(app, fromdoc))
-
-
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.add_node(kit_placeholder)
-    app.add_directive("chapter-plan", ChapterPlan)
-    app.add_directive("homework-exercises", HomeworkExercises)
+    register_generated(app, {"chapter-plan": ("plan", _plan), "homework-exercises": ("homework", _homework)})
     app.add_directive("reading-rates", ReadingRates)
-    app.connect("env-get-outdated", _reread)
-    app.connect("doctree-resolved", _render)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
