@@ -125,3 +125,11 @@ def test_concordance_is_complete_and_resolved():
     assert not unresolved, f"concordance rows naming labels that do not exist: {unresolved}"
     html = (BUILD / "html" / "book" / "concordance.html").read_text()
     assert "Proposition 2.1" in html and "Figure 5" in html
+
+
+def test_toolkit_numbers_read_as_chapter_zero():
+    """The Toolkit is an unnumbered part; its equations and statements still read "0.n"."""
+    html = (BUILD / "html" / "book" / "00_toolkit.html").read_text()
+    numbers = re.findall(r'class="eqno">\(([0-9.]+)\)', html)
+    assert numbers and all(n.startswith("0.") for n in numbers), numbers[:5]
+    assert "Lemma 0.1" in html and not re.search(r"Lemma 1\b(?!\.)", html)
