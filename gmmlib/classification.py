@@ -168,7 +168,7 @@ def xor_posterior_mean(X: Any, offset: float = 2.0, gamma: float = 0.5**0.5) -> 
     ----------
     X : array_like, shape (n, 2)
     offset, gamma : float
-        :math:`\nu` and :math:`\gamma` of :func:`xor_task`.
+        :math:`\nu` and :math:`\gamma` of :func:`gmmlib.selection.xor_task`.
     """
     check_positive(offset, "offset")
     check_positive(gamma, "gamma")

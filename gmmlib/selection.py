@@ -381,7 +381,7 @@ def decide(readout: Any) -> np.ndarray:
     label; a vector readout whose largest entry is attained more than once gives
     :data:`TIE` (``-1``), which is no class. So a head whose readout is constant across the
     classes (``W = 0``, or equal rows) decides nothing and scores 0, in agreement with
-    :func:`linear_rule_accuracy` and Proposition prop-07-linear-ceiling, instead of
+    :func:`gmmlib.classification.linear_rule_accuracy` and Proposition prop-07-linear-ceiling, instead of
     answering class 0 everywhere.
 
     Parameters
