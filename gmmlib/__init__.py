@@ -12,15 +12,18 @@ regression : in-context linear regression (Chapter 2)
 selection  : query-dependent selection: alignment decomposition, multi-class and XOR tasks (Chapters 3, 7)
 classification : Bayes scores and the accuracies of linear, sign and cone rules in closed form (Chapter 7)
 lda        : classification with one head: the task, the predictor, the risk (Chapters 4–6)
-lda_dynamics : its gradient flow, gradient descent, SGD chains and their floors (Chapter 6)
-lda_torch  : torch versions (autograd reference risk, trainable head) for Chapters 5 and 6
+lda_dynamics : its gradient flow, population gradient descent, SGD chains and their floors (Chapter 6)
+lda_torch  : torch versions (autograd reference risk, LDABlocksModule) for Chapters 5 and 6
 denoising  : the Bayes denoiser, its risks, the best linear/affine denoisers, its iterates (Chapters 8–9)
 denoising_heads : attention heads that denoise: two-/one-head, residual and key-bias constructions (Chapters 8, 10)
 head_training : fitting a sum of heads on the infinite prompt with numpy gradients: online SGD, L-BFGS (Chapter 8)
 checks     : the ledger of numerical checks behind every claim, with their negative controls
 seeding    : one base seed for the book and named random streams
-training   : the one training loop
+training   : the one training loop (torch autograd on sampled batches, ``sample(batch_size, rng)``)
 plotting   : the book's figure style and shared plots
+
+The shared types (:class:`~gmmlib.attention.Head`, :class:`~gmmlib.attention.PromptBatch`,
+:class:`~gmmlib.lda_dynamics.Trajectory`) live in the private ``_types`` module, without torch.
 """
 
 from importlib import import_module

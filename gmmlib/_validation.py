@@ -117,7 +117,7 @@ def check_covariances(covs: Any, name: str = "covs", *, definite: bool = False) 
     gap = np.max(np.abs(stack - np.swapaxes(stack, -1, -2)), axis=(-1, -2)) if stack.size else np.zeros(1)
     if np.max(gap) > SYM_TOL * scale:
         where = f"; component {int(np.argmax(gap))}" if C.ndim == 3 else ""
-        raise ValueError(f"{name} must be symmetric{where} differs from its transpose by {np.max(gap):.3g}")
+        raise ValueError(f"{name} must be symmetric{where}: it differs from its transpose by {np.max(gap):.3g}")
     sym = 0.5 * (stack + np.swapaxes(stack, -1, -2))
     low = np.linalg.eigvalsh(sym).min(axis=-1)
     bad = low <= 0 if definite else low < -SYM_TOL * scale
@@ -125,7 +125,7 @@ def check_covariances(covs: Any, name: str = "covs", *, definite: bool = False) 
         k = int(np.argmin(low))
         where = f"; component {k}" if C.ndim == 3 else ""
         kind = "positive definite" if definite else "positive semi-definite"
-        raise ValueError(f"{name} must be {kind}{where} has eigenvalue {low[k]:.3g}")
+        raise ValueError(f"{name} must be {kind}{where}: it has eigenvalue {low[k]:.3g}")
     return sym if C.ndim == 3 else sym[0]
 
 

@@ -22,12 +22,13 @@ and its memory does not grow with the prompt length beyond the inputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+
+from ._types import Head, PromptBatch
 
 __all__ = [
     "Head",
@@ -324,59 +325,10 @@ def linear_attention(tokens: Any, queries: Any, U: Any, V: Any):
     return _finish(out, numpy_mode, batched)
 
 
-@dataclass(frozen=True)
-class Head:
-    r"""The parameters :math:`(U, V)` of one attention head, as numpy float64 arrays.
-
-    Every construction of the book returns a :class:`Head` or a tuple of them (a multi-head
-    layer is the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks.
-    """
-
-    U: np.ndarray
-    V: np.ndarray
-
-    def __post_init__(self) -> None:
-        U = np.array(self.U, dtype=np.float64)
-        V = np.array(self.V, dtype=np.float64)
-        if U.ndim != 2 or U.shape[0] != U.shape[1]:
-            raise ValueError(f"U must be a square (d, d) matrix, got shape {U.shape}")
-        if V.ndim != 2 or V.shape[1] != U.shape[0]:
-            raise ValueError(f"V must be a (p, d) matrix with d = {U.shape[0]}, got shape {V.shape}")
-        if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
-            raise ValueError("U and V must be finite (no NaN or inf)")
-        U.setflags(write=False)
-        V.setflags(write=False)
-        object.__setattr__(self, "U", U)
-        object.__setattr__(self, "V", V)
-
-    def __iter__(self):
-        return iter((self.U, self.V))
-
-
-@dataclass(frozen=True)
-class PromptBatch:
-    r"""A batch of prompts with their queries and targets: what every task sampler of gmmlib returns.
-
-    Task samplers are called ``sample_prompts(<task>, n_prompts=..., length=..., rng=...)``
-    and return one of these (a task may subclass it to add its own fields).
-
-    Attributes
-    ----------
-    tokens : ndarray or Tensor, shape (n_prompts, length, D)
-        The prompts' tokens.
-    queries : ndarray or Tensor, shape (n_prompts, n_queries, D)
-        The query tokens of each prompt.
-    targets : ndarray or Tensor
-        What a perfect model would output for each query (task-dependent shape).
-    """
-
-    tokens: Any
-    queries: Any
-    targets: Any
-
-
 class AttentionHead(nn.Module):
-    r"""One trainable attention head :math:`(\text{tokens}, \text{queries}) \mapsto T_{U,V}`.
+    r"""One trainable attention head :math:`(\text{tokens}, \text{queries}) \mapsto T_{U,V}`: the torch twin of :class:`Head`.
+
+    :meth:`from_head` starts it at a :class:`Head`; :meth:`head` reads its current parameters back.
 
     Parameters
     ----------
@@ -429,6 +381,19 @@ class AttentionHead(nn.Module):
 
         self.U = nn.Parameter(init(U0, (int(d), int(d)), "U0"))
         self.V = nn.Parameter(init(V0, (int(p), int(d)), "V0"))
+
+    @classmethod
+    def from_head(cls, head: Head, *, kind: str = "softmax", dtype: torch.dtype = torch.float64) -> "AttentionHead":
+        """The trainable twin of a :class:`Head`, starting at its ``(U, V)``."""
+        if not isinstance(head, Head):
+            raise TypeError(f"head must be a gmmlib.attention.Head, got {type(head).__name__}")
+        p, d = head.V.shape
+        return cls(d, p, kind=kind, U0=head.U, V0=head.V, dtype=dtype)
+
+    def head(self) -> Head:
+        """The current parameters as a :class:`Head` (detached float64 copies)."""
+        return Head(self.U.detach().to(torch.float64).cpu().numpy().copy(),
+                    self.V.detach().to(torch.float64).cpu().numpy().copy())
 
     def forward(self, tokens: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         fn = softmax_attention if self.kind == "softmax" else linear_attention

@@ -65,13 +65,14 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from ._validation import as_float_array, check_covariances, check_positive
+from ._types import Head
 from .mixtures import GaussianMixture
 from ._lda_rules import _class_nodes, _dot, _loss_terms, _sigmoid
 
 __all__ = [
     "LDAModel",
     "EffectiveParams",
-    "AttentionParams",
+    "LDABlocks",
     "logistic_loss",
     "effective_params",
     "effective_predictor",
@@ -186,10 +187,16 @@ class LDAModel:
         X, comp = self.class_mixture().sample(n, rng)
         return X, np.where(comp == 0, 1.0, -1.0)
 
-    def sample_tokens(self, n: int, rng: Any) -> np.ndarray:
-        """Draw ``n`` tokens :math:`(x, y)`, shape (n, d + 1)."""
-        X, Y = self.sample(n, rng)
-        return np.column_stack([X, Y])
+    def sample_tokens(self, n_prompts: int, length: int, rng: Any) -> np.ndarray:
+        """Draw ``n_prompts`` prompts of ``length`` i.i.d. tokens :math:`(x, y)`, shape (n_prompts, length, d + 1).
+
+        Tokens only (no query, no target), as :meth:`gmmlib.mixtures.GaussianMixture.sample_tokens`;
+        the same draws as ``sample(n_prompts * length, rng)``, reshaped.
+        """
+        check_positive(n_prompts, "n_prompts", integer=True)
+        check_positive(length, "length", integer=True)
+        X, Y = self.sample(int(n_prompts) * int(length), rng)
+        return np.column_stack([X, Y]).reshape(int(n_prompts), int(length), self.dim + 1)
 
     def _points(self, X: Any) -> np.ndarray:
         X = as_float_array(X, "X", ndim=(1, 2))
@@ -203,8 +210,10 @@ class LDAModel:
 class EffectiveParams(NamedTuple):
     r"""Effective coordinates :math:`(w, b, r, s)` of :math:`f(x) = w^\top x + b + r\sigma(s_0 + s^\top x)`.
 
-    The coordinates of Theorem thm-04-effective-predictor (Chapter 4) and of the effective
-    landscape, Theorem thm-05-landscape (Chapter 5).
+    Not a head: a different parameterisation, of the predictor rather than of the attention
+    matrices. :func:`effective_params` maps an :class:`LDABlocks` to it (eq-04-map), and many
+    heads share one point. The coordinates of Theorem thm-04-effective-predictor (Chapter 4)
+    and of the effective landscape, Theorem thm-05-landscape (Chapter 5).
     """
 
     w: np.ndarray
@@ -228,8 +237,13 @@ class EffectiveParams(NamedTuple):
 
 
 @dataclass(frozen=True)
-class AttentionParams:
-    r"""The blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})` of one head that the prediction depends on.
+class LDABlocks:
+    r"""A head on the LDA token layout, stored as the blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})` its prediction depends on.
+
+    Not a :class:`gmmlib.attention.Head` because the other blocks of :math:`U` and :math:`V` play
+    no role in the prediction on a query :math:`(x, 0)`: these are the free coordinates of the
+    landscape and of the dynamics. :meth:`head` gives the full :class:`~gmmlib.attention.Head`
+    (other blocks zero), :meth:`from_head` reads the blocks back.
 
     ``U11`` (d, d); ``u21`` (d,) is the label row of :math:`U` (``U[d, :d]``); ``v21`` (d,) and
     ``v22`` are the last row of :math:`V`.
@@ -260,26 +274,25 @@ class AttentionParams:
         return int(self.U11.shape[0])
 
     @classmethod
-    def from_matrices(cls, U: Any, V: Any) -> "AttentionParams":
-        """Read the blocks from a (d+1, d+1) ``U`` and a (p, d+1) ``V`` (its last row is the readout)."""
-        U = as_float_array(U, "U", ndim=2)
-        V = as_float_array(V, "V", ndim=2)
+    def from_head(cls, head: Head) -> "LDABlocks":
+        """Read the blocks from a :class:`~gmmlib.attention.Head` with (d+1, d+1) ``U`` (``V``'s last row is the readout)."""
+        if not isinstance(head, Head):
+            raise TypeError(f"head must be a gmmlib.attention.Head, got {type(head).__name__}")
+        U, V = head
         n = U.shape[0]
-        if U.shape != (n, n) or n < 2:
-            raise ValueError(f"U must have shape (d+1, d+1) with d >= 1, got {U.shape}")
-        if V.shape[1] != n:
-            raise ValueError(f"V must have shape (p, {n}), got {V.shape}")
+        if n < 2:
+            raise ValueError(f"head.U must have shape (d+1, d+1) with d >= 1, got {U.shape}")
         d = n - 1
         return cls(U[:d, :d], U[d, :d], V[-1, :d], V[-1, d])
 
-    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(U, V)`` of shape (d+1, d+1): the other blocks are zero; the readout is V's last row."""
+    def head(self) -> Head:
+        """The full :class:`~gmmlib.attention.Head` ``(U, V)``, both (d+1, d+1): the other blocks are zero; the readout is V's last row."""
         d = self.dim
         U = np.zeros((d + 1, d + 1))
         U[:d, :d], U[d, :d] = self.U11, self.u21
         V = np.zeros((d + 1, d + 1))
         V[d, :d], V[d, d] = self.v21, self.v22
-        return U, V
+        return Head(U, V)
 
     def vector(self) -> np.ndarray:
         """The flat vector ``(vec U11, u21, v21, v22)`` of length d² + 2d + 1 (U11 row-major)."""
@@ -290,7 +303,7 @@ class AttentionParams:
         return float(np.sum(self.U11**2) - self.v21 @ self.v21)
 
     @classmethod
-    def from_vector(cls, vec: Any, d: int) -> "AttentionParams":
+    def from_vector(cls, vec: Any, d: int) -> "LDABlocks":
         """The inverse of :meth:`vector`."""
         check_positive(d, "d", integer=True)
         vec = as_float_array(vec, "vec", ndim=1)
@@ -317,7 +330,7 @@ def _check_eff(model: LDAModel, eff: Any) -> EffectiveParams:
     return EffectiveParams(w, b, r, s)
 
 
-def effective_params(model: LDAModel, theta: AttentionParams) -> EffectiveParams:
+def effective_params(model: LDAModel, theta: LDABlocks) -> EffectiveParams:
     r"""The map :math:`\theta\mapsto(w,b,r,s)`.
 
     Implements eq. eq-04-map of Theorem thm-04-effective-predictor (Chapter 4); the paper's
@@ -329,24 +342,29 @@ def effective_params(model: LDAModel, theta: AttentionParams) -> EffectiveParams
         r = v_{21}^\top(m_1 - m_{-1}) + 2v_{22},\quad s = U_{11}^\top(m_1-m_{-1}) + 2u_{21}.
     """
     model = _check_model(model)
-    if not isinstance(theta, AttentionParams):
-        raise TypeError(f"theta must be an AttentionParams, got {type(theta).__name__}")
+    if not isinstance(theta, LDABlocks):
+        raise TypeError(f"theta must be an LDABlocks, got {type(theta).__name__}")
     if theta.dim != model.dim:
         raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
-    w, b, r, s = _effective_map(model, theta.U11, theta.u21, theta.v21, np.asarray(theta.v22))
+    w, b, r, s = _effective_map(model.cov, model.m_neg, model.delta, theta.U11, theta.u21, theta.v21,
+                                np.asarray(theta.v22))
     return EffectiveParams(w, float(b), float(r), s)
 
 
-def _effective_map(model: LDAModel, U11: np.ndarray, u21: np.ndarray, v21: np.ndarray,
-                   v22: np.ndarray) -> tuple[np.ndarray, ...]:
-    """eq-04-map on numpy arrays with any leading batch axes: the one numpy copy of the map."""
-    w = np.einsum("...ji,...j->...i", U11, v21 @ model.cov)      # U11ᵀ Γ v21 (Γ symmetric)
-    s = np.einsum("...ji,j->...i", U11, model.delta) + 2 * u21
-    return w, v21 @ model.m_neg - v22, v21 @ model.delta + 2 * v22, s
+def _effective_map(cov: Any, m_neg: Any, delta: Any, U11: Any, u21: Any, v21: Any, v22: Any, *,
+                   einsum: Any = np.einsum) -> tuple[Any, ...]:
+    r"""eq-04-map, the one copy for numpy and torch: arrays with any leading batch axes.
+
+    ``cov``, ``m_neg``, ``delta`` are the model's :math:`\Gamma, m_{-1}, \Delta`; pass
+    ``einsum=torch.einsum`` and tensors for torch (:mod:`gmmlib.lda_torch` does).
+    """
+    w = einsum("...ji,...j->...i", U11, v21 @ cov)      # U11ᵀ Γ v21 (Γ symmetric)
+    s = einsum("...ji,j->...i", U11, delta) + 2 * u21
+    return w, v21 @ m_neg - v22, v21 @ delta + 2 * v22, s
 
 
-def attention_jacobian(model: LDAModel, theta: AttentionParams) -> np.ndarray:
-    r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders of :meth:`AttentionParams.vector` and ``(w, b, r, s)``."""
+def attention_jacobian(model: LDAModel, theta: LDABlocks) -> np.ndarray:
+    r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders of :meth:`LDABlocks.vector` and ``(w, b, r, s)``."""
     model = _check_model(model)
     d = model.dim
     G, D, v, U11 = model.cov, model.delta, theta.v21, theta.U11
@@ -377,12 +395,12 @@ def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- constructions
-def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = None) -> AttentionParams:
+def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = None) -> LDABlocks:
     r"""A head with :math:`r = 0` realising :math:`f^*` (the gate is switched off by the readout).
 
     Implements construction 1 of Proposition prop-04-constructions (Chapter 4); the paper
     mentions it in the remark closing its Lemma B.3. Returns the blocks :math:`\theta`;
-    ``Head(*theta.matrices())`` (:class:`gmmlib.attention.Head`) is the head itself.
+    ``theta.head()`` (a :class:`gmmlib.attention.Head`) is the head itself.
     :math:`v_{22} = -v_{21}^\top\Delta/2` makes :math:`r = 0`, and then
     :math:`b = v_{21}^\top(m_1+m_{-1})/2` must equal :math:`b^*`; :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`
     gives :math:`w = w^*`; :math:`u_{21} = (s - U_{11}^\top\Delta)/2` sets the (irrelevant) gate direction.
@@ -406,15 +424,15 @@ def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = Non
         raise ValueError("v21 must be non-zero (w = U11ᵀΓv21 = w* needs it)")
     s = np.zeros(model.dim) if s is None else as_float_array(s, "s", ndim=1)
     U11 = np.outer(v21, w_star) / (v21 @ model.cov @ v21)
-    return AttentionParams(U11, (s - U11.T @ model.delta) / 2, v21, -(v21 @ model.delta) / 2)
+    return LDABlocks(U11, (s - U11.T @ model.delta) / 2, v21, -(v21 @ model.delta) / 2)
 
 
-def construction_s0(model: LDAModel, v21: Any | None = None) -> AttentionParams:
+def construction_s0(model: LDAModel, v21: Any | None = None) -> LDABlocks:
     r"""A head with :math:`s = 0` realising :math:`f^*` (the gate is constant, :math:`\sigma(s_0) = \pi_+`).
 
     Implements construction 2 of Proposition prop-04-constructions (Chapter 4), the
     construction of Lemma B.3 of Gabet et al. (2026) (their constraint (C) is :math:`s = 0`).
-    Returns the blocks :math:`\theta`; ``Head(*theta.matrices())`` is the head itself.
+    Returns the blocks :math:`\theta`; ``theta.head()`` is the head itself.
     :math:`u_{21} = -U_{11}^\top\Delta/2` makes :math:`s = 0`; the intercept is then
     :math:`b + r\pi_+ = v_{21}^\top(\pi_+m_1 + (1-\pi_+)m_{-1}) + (2\pi_+-1)v_{22}`, set to :math:`b^*` by
     :math:`v_{22}` (needs :math:`\pi_+\ne\frac12`; with :math:`\pi_+=\frac12` pick ``v21`` with
@@ -434,7 +452,7 @@ def construction_s0(model: LDAModel, v21: Any | None = None) -> AttentionParams:
         v22 = 0.0
     else:
         v22 = (b_star - v21 @ mbar) / (2 * p - 1)
-    return AttentionParams(U11, -(U11.T @ model.delta) / 2, v21, v22)
+    return LDABlocks(U11, -(U11.T @ model.delta) / 2, v21, v22)
 
 
 # ---------------------------------------------------------------------- risks
@@ -573,8 +591,8 @@ def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40, *, rule:
     return float(risk), EffectiveParams(gw, float(gb), float(gr), gs)
 
 
-def attention_risk_grad(model: LDAModel, theta: AttentionParams, n_points: int = 40, *,
-                        rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE) -> tuple[float, AttentionParams]:
+def attention_risk_grad(model: LDAModel, theta: LDABlocks, n_points: int = 40, *,
+                        rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE) -> tuple[float, LDABlocks]:
     r"""The risk of a head and its gradient in :math:`\theta`, by the chain rule :math:`\nabla_\theta R = J^\top\nabla_{(w,b,r,s)}R`.
 
     Implements the adjoint :math:`J^\top` of Proposition prop-05-adjoint (Chapter 5):
@@ -588,13 +606,21 @@ def attention_risk_grad(model: LDAModel, theta: AttentionParams, n_points: int =
     """
     eff = effective_params(model, theta)
     risk, g = population_risk_grad(model, eff, n_points, rule=rule, tol=tol)
-    D, G = model.delta, model.cov
-    return risk, AttentionParams(
-        np.outer(G @ theta.v21, g.w) + np.outer(D, g.s),
-        2 * g.s,
-        G @ theta.U11 @ g.w + model.m_neg * g.b + D * g.r,
-        -g.b + 2 * g.r,
-    )
+    return risk, LDABlocks(*_adjoint_map(model, theta.U11, theta.v21, *g))
+
+
+def _adjoint_map(model: LDAModel, U11: np.ndarray, v21: np.ndarray, g_w: np.ndarray, g_b: Any, g_r: Any,
+                 g_s: np.ndarray) -> tuple[np.ndarray, ...]:
+    r"""The adjoint :math:`J^\top` of eq-04-map (Proposition prop-05-adjoint), the one copy: any leading batch axes.
+
+    Returns the gradients in :math:`(U_{11}, u_{21}, v_{21}, v_{22})` from those in :math:`(w, b, r, s)`.
+    """
+    G, D = model.cov, model.delta
+    g_b, g_r = np.asarray(g_b, dtype=np.float64), np.asarray(g_r, dtype=np.float64)
+    grad_U = (v21 @ G)[..., :, None] * g_w[..., None, :] + D[:, None] * g_s[..., None, :]
+    grad_v = (np.einsum("...ij,...j->...i", U11, g_w) @ G + g_b[..., None] * model.m_neg
+              + g_r[..., None] * D)
+    return grad_U, 2 * g_s, grad_v, 2 * g_r - g_b
 
 
 # ---------------------------------------------------------------------- linear attention, minimisers

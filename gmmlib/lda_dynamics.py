@@ -16,8 +16,9 @@ from scipy.special import expit
 from ._validation import as_float_array, check_positive
 from .lda import (
     RISK_TOLERANCE,
-    AttentionParams,
+    LDABlocks,
     LDAModel,
+    _adjoint_map,
     _check_model,
     _effective_map,
     attention_jacobian,
@@ -25,10 +26,11 @@ from .lda import (
     effective_params,
 )
 from ._lda_rules import _dot, _sigmoid
+from ._types import Trajectory
 from .quadrature import gauss_hermite
 
 __all__ = [
-    "gradient_descent",
+    "population_gradient_descent",
     "gradient_flow",
     "Trajectory",
     "SGDChains",
@@ -38,21 +40,25 @@ __all__ = [
 ]
 
 
-def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps: int, n_points: int = 40,
-                     callback: Any | None = None, *, rule: str = "gauss-hermite",
-                     tol: float | None = RISK_TOLERANCE) -> AttentionParams:
+def population_gradient_descent(model: LDAModel, theta0: LDABlocks, lr: float, steps: int, n_points: int = 40,
+                                callback: Any | None = None, *, rule: str = "gauss-hermite",
+                                tol: float | None = RISK_TOLERANCE) -> LDABlocks:
     r"""Population gradient descent :math:`\theta_{k+1} = \theta_k - \eta\,\nabla_\theta R(\theta_k)` on one head.
 
     The discrete dynamics of Proposition prop-06-local and Theorem thm-06-symmetric (Chapter 6).
+    Not :func:`gmmlib.training.train`: there are no batches and no autograd here. Each step is
+    deterministic, on the population risk computed by quadrature, so the iterates are the
+    exact Euler steps of :func:`gradient_flow` (step ``lr``), to the rule's accuracy; ``train``
+    takes stochastic steps on sampled prompts (as :func:`sgd_chains` does, vectorised).
     The risk and its gradient come from :func:`~gmmlib.lda.attention_risk_grad` (``rule``, ``n_points`` and
     ``tol`` as in :func:`~gmmlib.lda.population_risk`).
 
     Parameters
     ----------
     model : LDAModel
-    theta0 : AttentionParams
+    theta0 : LDABlocks
         The start :math:`\theta_0`.
-    eta : float
+    lr : float
         The step :math:`\eta > 0`.
     steps : int
         The number of steps :math:`k`.
@@ -60,42 +66,34 @@ def gradient_descent(model: LDAModel, theta0: AttentionParams, eta: float, steps
         Quadrature nodes (per axis, or per panel for the adaptive rule).
     callback : callable, optional
         Called as ``callback(k, theta, risk, grad)`` for ``k = 0, ..., steps`` with
-        :math:`\theta_k`, :math:`R(\theta_k)` and :math:`\nabla R(\theta_k)` (an :class:`AttentionParams`),
+        :math:`\theta_k`, :math:`R(\theta_k)` and :math:`\nabla R(\theta_k)` (an :class:`LDABlocks`),
         before the step; at ``k = steps`` no step follows.
 
     Returns
     -------
-    AttentionParams
+    LDABlocks
         :math:`\theta_{\text{steps}}`.
     """
     model = _check_model(model)
     if theta0.dim != model.dim:
         raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
-    check_positive(eta, "eta")
+    check_positive(lr, "lr")
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be a non-negative integer, got {steps}")
     d, vec = model.dim, theta0.vector().copy()
     for k in range(int(steps) + 1):
-        theta = AttentionParams.from_vector(vec, d)
+        theta = LDABlocks.from_vector(vec, d)
         if callback is None and k == steps:
             break
         risk, g = attention_risk_grad(model, theta, n_points, rule=rule, tol=tol)
         if callback is not None:
             callback(k, theta, risk, g)
         if k < steps:
-            vec = vec - eta * g.vector()
-    return AttentionParams.from_vector(vec, d)
+            vec = vec - lr * g.vector()
+    return LDABlocks.from_vector(vec, d)
 
 
-class Trajectory(NamedTuple):
-    """A solved gradient flow: the times, the heads at those times, and the number of gradient evaluations."""
-
-    t: np.ndarray
-    thetas: list
-    nfev: int
-
-
-def gradient_flow(model: LDAModel, theta0: AttentionParams, t_eval: Any, n_points: int = 40, *,
+def gradient_flow(model: LDAModel, theta0: LDABlocks, t_eval: Any, n_points: int = 40, *,
                   rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE, method: str = "LSODA",
                   rtol: float = 1e-10, atol: float = 1e-13) -> Trajectory:
     r"""The population gradient flow :math:`\dot\theta = -\nabla_\theta R(\theta)`, solved by an ODE solver.
@@ -118,7 +116,7 @@ def gradient_flow(model: LDAModel, theta0: AttentionParams, t_eval: Any, n_point
     Returns
     -------
     Trajectory
-        ``t`` (the times), ``thetas`` (an :class:`AttentionParams` per time) and ``nfev``.
+        ``t`` (the times), ``thetas`` (an :class:`LDABlocks` per time) and ``nfev``.
     """
     from scipy.integrate import solve_ivp
 
@@ -133,13 +131,13 @@ def gradient_flow(model: LDAModel, theta0: AttentionParams, t_eval: Any, n_point
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
         count[0] += 1
-        return -attention_risk_grad(model, AttentionParams.from_vector(y, d), n_points, rule=rule, tol=tol)[1].vector()
+        return -attention_risk_grad(model, LDABlocks.from_vector(y, d), n_points, rule=rule, tol=tol)[1].vector()
 
     sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), theta0.vector(), method=method, t_eval=t_eval,
                     rtol=rtol, atol=atol)
     if sol.status != 0:
         raise RuntimeError(f"the ODE solver {method} failed: {sol.message}")
-    return Trajectory(sol.t, [AttentionParams.from_vector(y, d) for y in sol.y.T], count[0])
+    return Trajectory(sol.t, [LDABlocks.from_vector(y, d) for y in sol.y.T], count[0])
 
 
 class SGDChains(NamedTuple):
@@ -157,12 +155,12 @@ def _draw_batch(model: LDAModel, chol: np.ndarray, shape: tuple[int, int],
     return mean + rng.standard_normal(shape + (model.dim,)) @ chol.T, Y
 
 
-def _theta_batch(theta0: AttentionParams, n_chains: int) -> list[np.ndarray]:
+def _theta_batch(theta0: LDABlocks, n_chains: int) -> list[np.ndarray]:
     return [np.repeat(np.asarray(a, dtype=np.float64)[None], n_chains, axis=0)
             for a in (theta0.U11, theta0.u21, theta0.v21, np.array(theta0.v22))]
 
 
-def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, steps: int,
+def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch: int, steps: int,
                rng: Any, *, n_chains: int = 1, record_every: int = 1) -> SGDChains:
     r"""Online SGD on the logistic loss of one head, for several independent chains at once.
 
@@ -173,14 +171,14 @@ def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, 
     pulled back by the adjoint :math:`J^\top` of Proposition prop-05-adjoint,
     :math:`(\Gamma v_{21}g_w^\top + \Delta g_s^\top,\ 2g_s,\ \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\ -g_b + 2g_r)`.
     This is the same dynamics as :func:`gmmlib.training.train` with
-    :class:`gmmlib.lda_torch.EffectiveHead` and ``optimizer="sgd"`` (``tests/test_lda.py`` compares
+    :class:`gmmlib.lda_torch.LDABlocksModule` and ``optimizer="sgd"`` (``tests/test_lda.py`` compares
     them step by step), vectorised in numpy over the chains: about fifty times faster for this
     small head, which makes replicated runs of :math:`10^4` steps affordable.
 
     Parameters
     ----------
     model : LDAModel
-    theta0 : AttentionParams
+    theta0 : LDABlocks
         The common start of the chains.
     lr : float
         The step :math:`\eta > 0`.
@@ -199,7 +197,7 @@ def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, 
     -------
     SGDChains
         ``steps`` (the recorded step numbers) and ``thetas`` (a list over the recorded steps of
-        lists over the chains of :class:`~gmmlib.lda.AttentionParams`).
+        lists over the chains of :class:`~gmmlib.lda.LDABlocks`).
     """
     model = _check_model(model)
     if theta0.dim != model.dim:
@@ -217,7 +215,7 @@ def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, 
 
     def record(k: int) -> None:
         recorded.append(k)
-        thetas.append([AttentionParams(U[i].copy(), u[i].copy(), v[i].copy(), float(v22[i]))
+        thetas.append([LDABlocks(U[i].copy(), u[i].copy(), v[i].copy(), float(v22[i]))
                        for i in range(n_chains)])
 
     for k in range(int(steps) + 1):
@@ -226,21 +224,18 @@ def sgd_chains(model: LDAModel, theta0: AttentionParams, lr: float, batch: int, 
         if k == steps:
             break
         X, Y = _draw_batch(model, chol, (n_chains, batch), rng)
-        w, b, r, s = _effective_map(model, U, u, v, v22)   # eq-04-map, per chain
-        gv = v @ cov                                        # Γ v21 (Γ symmetric)
+        w, b, r, s = _effective_map(cov, m_neg, delta, U, u, v, v22)  # eq-04-map
         gate = expit(model.s0 + (X @ s[:, :, None])[..., 0])
         f = (X @ w[:, :, None])[..., 0] + b[:, None] + r[:, None] * gate
         c = -Y * expit(-Y * f) / batch
         g_w = (c[:, None, :] @ X)[:, 0]
         g_b, g_r = c.sum(axis=1), (c * gate).sum(axis=1)
         g_s = r[:, None] * ((c * gate * (1 - gate))[:, None, :] @ X)[:, 0]
-        grad_U = gv[:, :, None] * g_w[:, None, :] + delta[None, :, None] * g_s[:, None, :]
-        grad_v = ((U @ g_w[:, :, None])[..., 0] @ cov + g_b[:, None] * m_neg
-                  + g_r[:, None] * delta)
+        grad_U, grad_u, grad_v, grad_v22 = _adjoint_map(model, U, v, g_w, g_b, g_r, g_s)
         U = U - lr * grad_U
-        u = u - lr * 2 * g_s
+        u = u - lr * grad_u
         v = v - lr * grad_v
-        v22 = v22 - lr * (2 * g_r - g_b)
+        v22 = v22 - lr * grad_v22
     return SGDChains(np.array(recorded), thetas)
 
 
@@ -304,7 +299,7 @@ def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
     return float(value), float(remainder)
 
 
-def sgd_excess_floor(model: LDAModel, theta: AttentionParams, lr: float, batch: int, rng: Any,
+def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch: int, rng: Any,
                      n_samples: int = 50_000) -> float:
     r"""The stationary excess risk of constant-step SGD on fresh batches near a Bayes minimiser.
 

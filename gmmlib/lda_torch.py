@@ -2,8 +2,8 @@ r"""Torch versions of one head on the LDA task (Chapters 5 and 6): autograd refe
 
 :class:`QuadratureRisk` is the population risk on a fixed full-dimensional Gauss–Hermite rule, a
 torch function whose ``autograd`` gradients and Hessians are exact for that rule (the chapters'
-and tests' independent reference); :class:`EffectiveHead` is the head as a ``torch.nn.Module`` of
-:math:`x`, trainable by :func:`gmmlib.training.train`. The numpy versions are in :mod:`gmmlib.lda`.
+and tests' independent reference); :class:`LDABlocksModule` is the trainable twin of
+:class:`~gmmlib.lda.LDABlocks`, a ``torch.nn.Module`` of :math:`x` trained by :func:`gmmlib.training.train`. The numpy versions are in :mod:`gmmlib.lda`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import torch
 from torch import nn
 
 from ._validation import check_positive
-from .lda import AttentionParams, LDAModel, _check_model
+from .lda import LDABlocks, LDAModel, _check_model, _effective_map
 from .quadrature import gauss_hermite
 
-__all__ = ["QuadratureRisk", "EffectiveHead"]
+__all__ = ["QuadratureRisk", "LDABlocksModule"]
 
 
 class QuadratureRisk:
@@ -46,19 +46,16 @@ class QuadratureRisk:
         return self.W @ nn.functional.softplus(-self.Y * f)
 
     def attention(self, vec: torch.Tensor) -> torch.Tensor:
-        """The risk of the head whose flat parameter vector is ``vec`` (order of :meth:`~gmmlib.lda.AttentionParams.vector`)."""
+        """The risk of the head whose flat parameter vector is ``vec`` (order of :meth:`~gmmlib.lda.LDABlocks.vector`)."""
         d = self.model.dim
         U11 = vec[: d * d].reshape(d, d)
         u21, v21, v22 = vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1]
-        w = U11.T @ (self.G @ v21)
-        b = v21 @ self.m_neg - v22
-        r = v21 @ self.delta + 2 * v22
-        s = U11.T @ self.delta + 2 * u21
-        return self.effective(w, b, r, s)
+        return self.effective(*_effective_map(self.G, self.m_neg, self.delta, U11, u21, v21, v22,
+                                              einsum=torch.einsum))
 
 
-class EffectiveHead(nn.Module):
-    r"""One softmax head on an infinitely long prompt of LDA tokens, as a torch module of :math:`x`.
+class LDABlocksModule(nn.Module):
+    r"""The trainable twin of :class:`~gmmlib.lda.LDABlocks`: one softmax head on an infinitely long prompt of LDA tokens, as a torch module of :math:`x`.
 
     ``forward(X)`` returns :math:`f_\theta(x) = w^\top x + b + r\sigma(s_0+s^\top x)` with
     :math:`(w,b,r,s)` the image of the trainable blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})`
@@ -66,7 +63,7 @@ class EffectiveHead(nn.Module):
     gradient descent on the population risk :math:`R(\theta)`.
     """
 
-    def __init__(self, model: LDAModel, theta: AttentionParams) -> None:
+    def __init__(self, model: LDAModel, theta: LDABlocks) -> None:
         super().__init__()
         self.model = _check_model(model)
         if theta.dim != model.dim:
@@ -80,15 +77,12 @@ class EffectiveHead(nn.Module):
 
     def effective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The current :math:`(w, b, r, s)` as tensors."""
-        w = self.U11.T @ (self.G @ self.v21)
-        b = self.v21 @ self.m_neg - self.v22
-        r = self.v21 @ self.delta + 2 * self.v22
-        s = self.U11.T @ self.delta + 2 * self.u21
-        return w, b, r, s
+        return _effective_map(self.G, self.m_neg, self.delta, self.U11, self.u21, self.v21, self.v22,
+                              einsum=torch.einsum)
 
-    def theta(self) -> AttentionParams:
-        """The current parameters as an :class:`AttentionParams` (numpy copies)."""
-        return AttentionParams(*(p.detach().numpy().copy() for p in (self.U11, self.u21, self.v21, self.v22)))
+    def blocks(self) -> LDABlocks:
+        """The current parameters as an :class:`LDABlocks` (numpy copies)."""
+        return LDABlocks(*(p.detach().numpy().copy() for p in (self.U11, self.u21, self.v21, self.v22)))
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         w, b, r, s = self.effective()

@@ -430,6 +430,6 @@ def prompt_errors(
     errors = []
     for start in range(0, int(n_prompts), per_batch):
         b = min(per_batch, int(n_prompts) - start)
-        X = mixture.sample_prompts(b, int(length), rng)
+        X = mixture.sample_tokens(b, int(length), rng)
         errors.append(np.sum((softmax_attention(X, Q, U, V) - T[None]) ** 2, axis=-1))
     return np.concatenate(errors, axis=0)

@@ -224,11 +224,14 @@ class GaussianMixture:
                 X[idx] = self.means[k] + np.einsum("ni,ji->nj", X[idx], factors[k])
         return X, labels
 
-    def sample_prompts(self, n_prompts: int, length: int, rng: Any) -> np.ndarray:
-        r"""Draw ``n_prompts`` independent prompts of ``length`` i.i.d. tokens each.
+    def sample_tokens(self, n_prompts: int, length: int, rng: Any) -> np.ndarray:
+        r"""Draw ``n_prompts`` independent prompts of ``length`` i.i.d. tokens each: tokens only.
 
-        The finite prompts of Chapter 1 (their empirical measures :math:`\hat\mu_L`); call it
-        ``sample_prompts(n_prompts=..., length=..., rng=...)`` like gmmlib's task samplers.
+        The finite prompts of Chapter 1 (their empirical measures :math:`\hat\mu_L`). A bare
+        mixture has no queries and no targets, so this is not a task sampler (those are
+        ``sample_prompts`` and return a :class:`gmmlib.attention.PromptBatch`): it returns the
+        tokens, as :meth:`gmmlib.lda.LDAModel.sample_tokens` does. The same draws as
+        ``sample(n_prompts * length, rng)``, reshaped.
 
         Returns
         -------

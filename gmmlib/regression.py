@@ -37,27 +37,32 @@ minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorna
 :math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L) + \xi^2`.
 The book's labels: Proposition prop-02-regression (the prediction and risk),
 prop-02-optimum, thm-02-flow, prop-02-finite-risk and prop-02-softmax-variance (Chapter 2).
+
+Every function takes the task first (the covariance ``cov`` :math:`= \Sigma`), then the
+parameters (``A, b``, or a head's ``U, V``), then options as keywords (``noise_std``), as
+:mod:`gmmlib.lda` does. The free blocks :math:`(A, b)` are a :class:`RegressionBlocks`;
+``.head()`` gives the full :class:`gmmlib.attention.Head`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from ._validation import as_float_array, check_covariances, check_positive, check_rng
-from .attention import PromptBatch
+from ._types import Head, PromptBatch, Trajectory
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
 
 __all__ = [
     "RegressionBatch",
-    "check_covariance",
     "sample_prompts",
     "token_covariance",
     "token_law",
+    "RegressionBlocks",
     "embed_parameters",
     "limit_prediction",
     "population_risk",
@@ -70,22 +75,14 @@ __all__ = [
     "softmax_family_constant",
     "head_map",
     "head_limit_risk",
-    "GradientFlow",
     "gradient_flow",
 ]
 
 
 # ---------------------------------------------------------------------------- validation
-def check_covariance(cov: Any, name: str = "cov") -> np.ndarray:
-    r"""Return ``cov`` as a symmetric positive-definite (d, d) float64 matrix :math:`\Sigma`.
-
-    Raises
-    ------
-    ValueError
-        If it is not square, not symmetric (to 1e-10 relative) or not positive definite.
-    """
-    S = as_float_array(cov, name, ndim=2)
-    return check_covariances(S, name, definite=True)
+def _check_cov(cov: Any) -> np.ndarray:
+    """``cov`` as a symmetric positive-definite (d, d) matrix, by the one validator :func:`~gmmlib._validation.check_covariances`."""
+    return check_covariances(as_float_array(cov, "cov", ndim=2), "cov", definite=True)
 
 
 def _check_A_b(A: Any, b: Any, d: int) -> tuple[np.ndarray, float]:
@@ -151,7 +148,7 @@ def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std
     """
     check_positive(n_prompts, "n_prompts", integer=True)
     L = _check_length(length)
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     xi = _check_noise(noise_std)
     rng = check_rng(rng)
     n, d = int(n_prompts), S.shape[0]
@@ -167,12 +164,12 @@ def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std
     return RegressionBatch(tokens, queries, y[:, L], w)
 
 
-def token_covariance(w: Any, cov: Any, noise_std: float = 0.0) -> np.ndarray:
+def token_covariance(cov: Any, w: Any, *, noise_std: float = 0.0) -> np.ndarray:
     r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix}` of :math:`z = (x, y)`.
 
     Eq. (eq-02-token-law) of Chapter 2 (with :math:`\xi` = ``noise_std``).
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     xi = _check_noise(noise_std)
     w = as_float_array(w, "w", ndim=1)
     if w.shape != (S.shape[0],):
@@ -181,16 +178,38 @@ def token_covariance(w: Any, cov: Any, noise_std: float = 0.0) -> np.ndarray:
     return np.block([[S, Sw[:, None]], [Sw[None, :], np.array([[w @ Sw + xi * xi]])]])
 
 
-def token_law(w: Any, cov: Any, noise_std: float = 0.0) -> GaussianMixture:
+def token_law(cov: Any, w: Any, *, noise_std: float = 0.0) -> GaussianMixture:
     r"""The law :math:`\mathcal N(0,\Gamma_w)` of a token given the task :math:`w`, as a one-component mixture."""
-    G = token_covariance(w, cov, noise_std)
+    G = token_covariance(cov, w, noise_std=noise_std)
     return GaussianMixture.gaussian(np.zeros(G.shape[0]), G)
 
 
-def embed_parameters(A: Any, b: float) -> tuple[np.ndarray, np.ndarray]:
+class RegressionBlocks(NamedTuple):
+    r"""A head on the regression token layout, stored as the blocks :math:`(A, b)` of Proposition prop-02-regression.
+
+    Not a :class:`gmmlib.attention.Head` because only :math:`U_{xx} = A` and :math:`V_{yy} = b`
+    are free in this parametrisation (Chapter 2): these are the coordinates of the risk, its
+    gradient and the flow. :meth:`head` gives the full :class:`~gmmlib.attention.Head`;
+    ``A, b = blocks`` unpacks.
+    """
+
+    A: np.ndarray
+    b: float
+
+    def head(self) -> Head:
+        r"""The full head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top` (:func:`embed_parameters`)."""
+        return embed_parameters(self.A, self.b)
+
+    def imbalance(self) -> float:
+        r""":math:`\|A\|_F^2 - b^2`, conserved by the gradient flow (Theorem thm-02-flow)."""
+        return float(np.sum(np.asarray(self.A) ** 2) - float(self.b) ** 2)
+
+
+def embed_parameters(A: Any, b: float) -> Head:
     r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both (d+1, d+1).
 
-    The parametrisation of Proposition prop-02-regression (Chapter 2).
+    The parametrisation of Proposition prop-02-regression (Chapter 2). Returns a
+    :class:`gmmlib.attention.Head`; ``U, V = embed_parameters(A, b)`` unpacks it.
     """
     A = as_float_array(A, "A", ndim=2)
     if A.shape[0] != A.shape[1]:
@@ -201,28 +220,28 @@ def embed_parameters(A: Any, b: float) -> tuple[np.ndarray, np.ndarray]:
     U[:d, :d] = A
     V = np.zeros((d + 1, d + 1))
     V[d, d] = b
-    return U, V
+    return Head(U, V)
 
 
-def limit_prediction(A: Any, b: float, w: Any, x_query: Any, cov: Any) -> np.ndarray:
+def limit_prediction(cov: Any, A: Any, b: float, w: Any, x_query: Any) -> np.ndarray:
     r"""The infinite-prompt prediction :math:`\hat y = b\,w^\top\Sigma A x_q` (softmax and linear attention agree).
 
     Eq. (eq-02-prediction) of Proposition prop-02-regression (Chapter 2); label noise does not enter.
 
     Parameters
     ----------
+    cov : array_like, shape (d, d)
     A : array_like, shape (d, d)
     b : float
     w : array_like, shape (n, d) or (d,)
         Task vectors (one per query, or one for all).
     x_query : array_like, shape (n, d)
-    cov : array_like, shape (d, d)
 
     Returns
     -------
     ndarray, shape (n,)
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     d = S.shape[0]
     A, b = _check_A_b(A, b, d)
     X = as_float_array(x_query, "x_query", ndim=2)
@@ -236,60 +255,68 @@ def limit_prediction(A: Any, b: float, w: Any, x_query: Any, cov: Any) -> np.nda
 
 
 # ---------------------------------------------------------------------------- population risk
-def population_risk(A: Any, b: float, cov: Any, noise_std: float = 0.0) -> float:
+def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> float:
     r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A - I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
 
     Eq. (eq-02-risk) of Proposition prop-02-regression (Chapter 2); :math:`\xi` = ``noise_std``
-    adds the irreducible :math:`\xi^2` of the query's own label.
+    adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first
+    and the parameters second, as in :func:`gmmlib.lda.population_risk`.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
     xi = _check_noise(noise_std)
     N = b * S @ A - np.eye(S.shape[0])
     return float(np.trace(N @ S @ N.T)) + xi * xi
 
 
-def population_risk_grad(A: Any, b: float, cov: Any) -> tuple[np.ndarray, float]:
-    r"""The gradient of :math:`\mathcal R(A, b) = f(bA)` (Theorem thm-02-flow, Chapter 2).
+def _risk_grad(S: np.ndarray, A: np.ndarray, b: float) -> RegressionBlocks:
+    """The gradient of eq-02-risk on validated inputs: the one copy (the flow calls it)."""
+    G = 2.0 * S @ (b * S @ A - np.eye(S.shape[0])) @ S
+    return RegressionBlocks(b * G, float(np.sum(G * A)))
+
+
+def population_risk_grad(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> tuple[float, RegressionBlocks]:
+    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (Theorem thm-02-flow, Chapter 2).
 
     With :math:`G = \nabla f(M) = 2\Sigma(\Sigma M - I)\Sigma` at :math:`M = bA`:
-    :math:`\nabla_A\mathcal R = bG` and :math:`\partial_b\mathcal R = \langle G, A\rangle_F`.
+    :math:`\nabla_A\mathcal R = bG` and :math:`\partial_b\mathcal R = \langle G, A\rangle_F`
+    (the labels' noise adds a constant to the risk, nothing to the gradient).
 
     Returns
     -------
-    grad_A : ndarray, shape (d, d)
-    grad_b : float
+    risk : float
+    grad : RegressionBlocks
+        ``(grad_A, grad_b)``, as :func:`gmmlib.lda.population_risk_grad` returns ``(risk, grad)``.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
-    G = 2.0 * S @ (b * S @ A - np.eye(S.shape[0])) @ S
-    return b * G, float(np.sum(G * A))
+    return population_risk(S, A, b, noise_std=noise_std), _risk_grad(S, A, b)
 
 
-def optimal_parameters(cov: Any) -> tuple[np.ndarray, float]:
+def optimal_parameters(cov: Any) -> RegressionBlocks:
     r"""The balanced minimiser :math:`A^* = \operatorname{tr}(\Sigma^{-2})^{-1/4}\Sigma^{-1}`, :math:`b^* = \operatorname{tr}(\Sigma^{-2})^{1/4}`.
 
     Eq. (eq-02-optimum) of Proposition prop-02-optimum (Chapter 2).
 
     :math:`b^*A^* = \Sigma^{-1}`, so :math:`\hat y = w^\top x_q` exactly, and
     :math:`\|A^*\|_F = b^*` (the point the balanced gradient flow reaches).
-    Embed with :func:`embed_parameters` to get :math:`(U^*, V^*)`.
+    ``.head()`` (or :func:`embed_parameters`) gives :math:`(U^*, V^*)`.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     Sinv = np.linalg.inv(S)
     t = float(np.trace(Sinv @ Sinv))
-    return t ** -0.25 * Sinv, t**0.25
+    return RegressionBlocks(t ** -0.25 * Sinv, t**0.25)
 
 
 # ---------------------------------------------------------------------------- finite prompts
-def optimal_linear_map(cov: Any, length: int | None = None, noise_std: float = 0.0) -> np.ndarray:
+def optimal_linear_map(cov: Any, length: int | None = None, *, noise_std: float = 0.0) -> np.ndarray:
     r"""The optimal product :math:`bA` for linear attention on prompts of :math:`L` = ``length`` tokens.
 
     :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L}I\big)^{-1}`
     (Proposition prop-02-finite-risk, Chapter 2); :math:`\Gamma_\infty^* = \Sigma^{-1}` for
     ``length=None``.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     xi = _check_noise(noise_std)
     if length is None:
         return np.linalg.inv(S)
@@ -298,7 +325,7 @@ def optimal_linear_map(cov: Any, length: int | None = None, noise_std: float = 0
     return np.linalg.inv((1.0 + 1.0 / L) * S + (np.trace(S) + xi * xi) / L * np.eye(d))
 
 
-def finite_prompt_linear_risk(A: Any, b: float, cov: Any, length: int, noise_std: float = 0.0) -> float:
+def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *, noise_std: float = 0.0) -> float:
     r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V = be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
 
     Eq. (eq-02-finite-risk) of Proposition prop-02-finite-risk (Chapter 2), with label noise
@@ -314,7 +341,7 @@ def finite_prompt_linear_risk(A: Any, b: float, cov: Any, length: int, noise_std
     (Isserlis' theorem) with :math:`M = A\Sigma A^\top`; the labels' noise adds
     :math:`\frac{b^2\xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)` and the query's own :math:`\xi^2`.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
     L = _check_length(length)
     xi = _check_noise(noise_std)
@@ -323,7 +350,7 @@ def finite_prompt_linear_risk(A: Any, b: float, cov: Any, length: int, noise_std
     return float(b * b * quad - 2.0 * b * np.trace(S @ A @ S) + np.trace(S) + xi * xi)
 
 
-def optimal_finite_prompt_linear_risk(cov: Any, length: int, noise_std: float = 0.0) -> float:
+def optimal_finite_prompt_linear_risk(cov: Any, length: int, *, noise_std: float = 0.0) -> float:
     r"""The smallest risk of one linear-attention head on prompts of :math:`L` = ``length`` tokens.
 
     Eq. (eq-02-finite-optimum) of Proposition prop-02-finite-risk (Chapter 2):
@@ -331,13 +358,13 @@ def optimal_finite_prompt_linear_risk(cov: Any, length: int, noise_std: float = 
     = \sum_i \lambda_i\,\frac{\lambda_i + t}{(L+1)\lambda_i + t} + \xi^2`, :math:`t = \operatorname{tr}\Sigma + \xi^2`
     (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for :math:`\Sigma = I_d`, :math:`\xi = 0`.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     xi = _check_noise(noise_std)
-    G = optimal_linear_map(S, length, xi)
+    G = optimal_linear_map(S, length, noise_std=xi)
     return float(np.trace(S) - np.trace(S @ S @ G)) + xi * xi
 
 
-def softmax_variance_constant(A: Any, b: float, cov: Any, noise_std: float = 0.0) -> float:
+def softmax_variance_constant(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> float:
     r"""The prompt-length constant :math:`\bar C = \mathbb E\,c(w, x_q)` of softmax attention.
 
     Eq. (eq-02-softmax-variance) of Proposition prop-02-softmax-variance (Chapter 2). For one
@@ -356,7 +383,7 @@ def softmax_variance_constant(A: Any, b: float, cov: Any, noise_std: float = 0.0
     finite iff :math:`\Sigma^{-1} - 2A_\Sigma` is positive definite (``inf`` otherwise: the
     average is dominated by queries whose effective prompt length :math:`Le^{-\kappa}` is tiny).
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     d = S.shape[0]
     A, b = _check_A_b(A, b, d)
     xi = _check_noise(noise_std)
@@ -374,7 +401,7 @@ def softmax_variance_constant(A: Any, b: float, cov: Any, noise_std: float = 0.0
     return float(b * b * np.exp(-0.5 * logdet) * spread)
 
 
-def softmax_family_constant(c2: Any, cov: Any, noise_std: float = 0.0) -> np.ndarray | float:
+def softmax_family_constant(cov: Any, c2: Any, *, noise_std: float = 0.0) -> np.ndarray | float:
     r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
 
     Proposition prop-02-softmax-variance (Chapter 2). There :math:`\Sigma A_\Sigma = c^2 I`,
@@ -389,10 +416,10 @@ def softmax_family_constant(c2: Any, cov: Any, noise_std: float = 0.0) -> np.nda
 
     Parameters
     ----------
-    c2 : float or array_like
-        Values of :math:`c^2`, each in :math:`(0, \frac12)`.
     cov : array_like, shape (d, d)
         :math:`\Sigma`, positive definite.
+    c2 : float or array_like
+        Values of :math:`c^2`, each in :math:`(0, \frac12)`.
     noise_std : float
         The labels' noise :math:`\xi`.
 
@@ -407,7 +434,7 @@ def softmax_family_constant(c2: Any, cov: Any, noise_std: float = 0.0) -> np.nda
         If some :math:`c^2` lies outside :math:`(0, \frac12)` (the constant is infinite for
         :math:`c^2 \ge \frac12`).
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     xi = _check_noise(noise_std)
     s = as_float_array(c2, "c2", ndim=(0, 1))
     if np.any(~np.isfinite(s)) or np.any(s <= 0) or np.any(s >= 0.5):
@@ -440,7 +467,7 @@ def head_map(U: Any, V: Any) -> np.ndarray:
     return v[d] * U[:d, :d] + np.outer(v[:d], U[d, :d])
 
 
-def head_limit_risk(U: Any, V: Any, cov: Any, *, noise_std: float = 0.0, n_points: int | None = None) -> float:
+def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_points: int | None = None) -> float:
     r"""Infinite-prompt risk of a full head :math:`(U, V)` (softmax or linear: they agree here).
 
     The prediction is the last coordinate of :math:`V\Gamma_w U z_q`, :math:`z_q = (x_q, 0)`
@@ -452,16 +479,16 @@ def head_limit_risk(U: Any, V: Any, cov: Any, *, noise_std: float = 0.0, n_point
 
     Parameters
     ----------
+    cov : array_like, shape (d, d)
     U : array_like, shape (d+1, d+1)
     V : array_like, shape (p, d+1)
         The last row is the prediction's readout.
-    cov : array_like, shape (d, d)
     noise_std : float
         The labels' noise :math:`\xi`.
     n_points : int, optional
         Gauss–Hermite nodes per direction of both (at least 3); by default the smallest exact rule.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     d = S.shape[0]
     xi2 = _check_noise(noise_std) ** 2
     U = as_float_array(U, "U", ndim=2)
@@ -495,56 +522,47 @@ def head_limit_risk(U: Any, V: Any, cov: Any, *, noise_std: float = 0.0, n_point
 
 
 # ---------------------------------------------------------------------------- gradient flow
-@dataclass(frozen=True)
-class GradientFlow:
-    """A solved gradient flow of :math:`\\mathcal R(A, b)`.
-
-    Attributes
-    ----------
-    t : ndarray, shape (n,)
-    A : ndarray, shape (n, d, d)
-    b : ndarray, shape (n,)
-    risk : ndarray, shape (n,)
-    """
-
-    t: np.ndarray
-    A: np.ndarray
-    b: np.ndarray
-    risk: np.ndarray
-
-    def imbalance(self) -> np.ndarray:
-        r""":math:`\|A(t)\|_F^2 - b(t)^2`, conserved by the flow."""
-        return np.sum(self.A**2, axis=(1, 2)) - self.b**2
-
-
-def gradient_flow(A0: Any, b0: float, cov: Any, t_max: float, *, n_eval: int = 400,
-                  rtol: float = 1e-13, atol: float = 1e-15) -> GradientFlow:
-    r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from :math:`(A_0, b_0)`.
+def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
+                  atol: float = 1e-15) -> Trajectory:
+    r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from :math:`\theta_0 = (A_0, b_0)`.
 
     The gradient flow of Theorem thm-02-flow (Chapter 2); label noise only adds a constant
-    :math:`\xi^2` to the risk and does not change the flow.
+    :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853
+    (explicit Runge–Kutta of order 8) at the given tolerances. Same order of arguments and
+    same return type as :func:`gmmlib.lda_dynamics.gradient_flow`.
 
-    Integrated with scipy's DOP853 (explicit Runge–Kutta of order 8) at the given
-    tolerances; the solution is reported at ``n_eval`` times spaced geometrically
-    from :math:`10^{-3}t_{\max}` (plus :math:`t = 0`).
+    Parameters
+    ----------
+    cov : array_like, shape (d, d)
+    theta0 : RegressionBlocks or (A0, b0)
+        The start.
+    t_eval : array_like
+        Increasing times :math:`\ge 0` at which to return :math:`\theta_t` (the flow starts at 0).
+
+    Returns
+    -------
+    Trajectory
+        ``t``, ``thetas`` (a :class:`RegressionBlocks` per time; ``flow.stack("A")`` is
+        :math:`A(t)` of shape (n, d, d)) and ``nfev``.
     """
-    S = check_covariance(cov)
+    S = _check_cov(cov)
     d = S.shape[0]
-    A0, b0 = _check_A_b(A0, b0, d)
-    check_positive(t_max, "t_max")
-    check_positive(n_eval, "n_eval", integer=True)
+    if not (isinstance(theta0, tuple) and len(theta0) == 2):
+        raise TypeError("theta0 must be a RegressionBlocks or a pair (A0, b0)")
+    A0, b0 = _check_A_b(theta0[0], theta0[1], d)
+    t_eval = as_float_array(t_eval, "t_eval", ndim=1)
+    if t_eval.size == 0 or t_eval[0] < 0 or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("t_eval must be a non-empty increasing array of times >= 0")
+    count = [0]
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
-        A, b = y[:-1].reshape(d, d), y[-1]
-        G = 2.0 * S @ (b * S @ A - np.eye(d)) @ S
-        return -np.concatenate([(b * G).ravel(), [np.sum(G * A)]])
+        count[0] += 1
+        g = _risk_grad(S, y[:-1].reshape(d, d), y[-1])
+        return -np.concatenate([g.A.ravel(), [g.b]])
 
-    t_eval = np.concatenate([[0.0], np.geomspace(1e-3 * t_max, t_max, n_eval)])
-    sol = solve_ivp(rhs, (0.0, float(t_max)), np.concatenate([A0.ravel(), [b0]]), method="DOP853",
+    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([A0.ravel(), [b0]]), method="DOP853",
                     t_eval=t_eval, rtol=rtol, atol=atol)
     if not sol.success:  # pragma: no cover - DOP853 on a smooth polynomial field
         raise RuntimeError(f"gradient flow integration failed: {sol.message}")
-    A = sol.y[:-1].T.reshape(-1, d, d)
-    b = sol.y[-1]
-    risk = np.array([population_risk(Ai, bi, S) for Ai, bi in zip(A, b)])
-    return GradientFlow(sol.t, A, b, risk)
+    thetas = [RegressionBlocks(y[:-1].reshape(d, d), float(y[-1])) for y in sol.y.T]
+    return Trajectory(sol.t, thetas, count[0])

@@ -1,9 +1,16 @@
-r"""The one training loop every chapter uses.
+r"""The one training loop of the book: torch autograd on sampled batches.
 
 :func:`train` runs a seeded optimisation of a torch model on freshly sampled batches
 (online learning: each step draws new prompts), shows a tqdm progress bar, and returns
 a :class:`History`. Batches come from a numpy ``Generator`` seeded by ``seed``, so two
 runs with the same seed print the same numbers; no global random state is touched.
+
+The sampler follows gmmlib's one convention, count first and generator second:
+``sample(batch_size, rng)``, as :meth:`gmmlib.mixtures.GaussianMixture.sample`. The two
+other descents in gmmlib are not training loops: :func:`gmmlib.lda_dynamics.population_gradient_descent`
+is deterministic descent on a quadrature risk (no batches), and
+:func:`gmmlib.lda_dynamics.sgd_chains` is this loop's SGD written out in numpy for many
+chains at once (``tests/test_lda.py`` compares them step by step).
 """
 
 from __future__ import annotations
@@ -46,9 +53,10 @@ class History:
 
 def train(
     model: torch.nn.Module,
-    sample_batch: Callable[[np.random.Generator], Any],
+    sample: Callable[[int, np.random.Generator], Any],
     loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
     *,
+    batch_size: int,
     steps: int,
     lr: float,
     seed: int,
@@ -61,17 +69,20 @@ def train(
 ) -> History:
     r"""Train ``model`` by (stochastic) gradient steps on fresh batches.
 
-    At each step: ``batch = sample_batch(rng)``, ``loss = loss_fn(model, batch)``, a
+    At each step: ``batch = sample(batch_size, rng)``, ``loss = loss_fn(model, batch)``, a
     backward pass, optional clipping of the global gradient norm at ``clip_norm``, and an
     optimiser step with learning rate ``lr``.
 
     Parameters
     ----------
     model : torch.nn.Module
-    sample_batch : callable
-        ``rng -> batch``; draws a fresh batch from the numpy Generator ``rng``.
+    sample : callable
+        ``(n, rng) -> batch``; draws a fresh batch of ``n`` examples (prompts) from the numpy
+        Generator ``rng`` (e.g. a :class:`gmmlib.attention.PromptBatch`).
     loss_fn : callable
         ``(model, batch) -> scalar tensor``.
+    batch_size : int
+        The ``n`` passed to ``sample`` at every step.
     steps : int
         Number of optimisation steps.
     lr : float
@@ -100,6 +111,8 @@ def train(
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive number, got {lr!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     if isinstance(log_every, bool) or not isinstance(log_every, (int, np.integer)) or log_every < 1:
         raise ValueError(f"log_every must be a positive integer, got {log_every!r}")
     if clip_norm is not None and not (clip_norm > 0):
@@ -115,7 +128,7 @@ def train(
     history = History()
     bar = tqdm(range(int(steps)), desc=desc, disable=not progress, mininterval=1.0, leave=False)
     for step in bar:
-        batch = sample_batch(rng)
+        batch = sample(int(batch_size), rng)
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"the loss became {loss.item()} at step {step}; lower lr or clip gradients")

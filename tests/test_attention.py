@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gmmlib import linear_attention, softmax_attention
-from gmmlib.attention import AttentionHead, PromptBatch, attention_weights
+from gmmlib.attention import AttentionHead, Head, PromptBatch, attention_weights
 
 from .conftest import seeds
 
@@ -174,3 +174,17 @@ def test_prompt_batch_is_the_samplers_return_type():
     batch = sample_prompts(np.eye(2), n_prompts=3, length=4, rng=0)
     assert isinstance(batch, PromptBatch) and isinstance(batch, RegressionBatch)
     assert batch.tokens.shape == (3, 4, 3) and batch.queries.shape == (3, 1, 3) and batch.w.shape == (3, 2)
+
+
+def test_attention_head_is_the_trainable_twin_of_head():
+    rng = np.random.default_rng(4)
+    head = Head(rng.normal(size=(3, 3)), rng.normal(size=(2, 3)))
+    twin = AttentionHead.from_head(head, kind="linear")
+    assert twin.kind == "linear" and isinstance(twin.head(), Head)
+    np.testing.assert_array_equal(twin.head().U, head.U)
+    np.testing.assert_array_equal(twin.head().V, head.V)
+    Z, Q = rng.normal(size=(5, 3)), rng.normal(size=(2, 3))
+    out = twin(torch.tensor(Z), torch.tensor(Q)).detach().numpy()
+    np.testing.assert_allclose(out, linear_attention(Z, Q, *head), rtol=1e-12)
+    with pytest.raises(TypeError, match="head"):
+        AttentionHead.from_head((head.U, head.V))

@@ -93,6 +93,6 @@ def test_inputs_are_validated():
 def test_softmax_attention_is_the_estimator_it_describes():
     # the quantity of in_context_mse is the error of gmmlib.attention.softmax_attention
     rng = np.random.default_rng(1)
-    X = MIX.sample_prompts(4, 7, rng)
+    X = MIX.sample_tokens(4, 7, rng)
     out = softmax_attention(X, Q, U, V)
     assert out.shape == (4, 3, 2)

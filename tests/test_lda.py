@@ -12,8 +12,9 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
 from gmmlib import softmax_attention, softmax_attention_limit, linear_attention_limit
+from gmmlib.attention import Head
 from gmmlib.lda import (
-    AttentionParams,
+    LDABlocks,
     EffectiveParams,
     LDAModel,
     attention_jacobian,
@@ -30,9 +31,9 @@ from gmmlib.lda import (
     population_risk_grad,
     zeta_sequence,
 )
-from gmmlib.lda_torch import EffectiveHead, QuadratureRisk
+from gmmlib.lda_torch import LDABlocksModule, QuadratureRisk
 from gmmlib.lda_dynamics import (
-    gradient_descent,
+    population_gradient_descent,
     gradient_flow,
     _draw_batch,
     sgd_chains,
@@ -51,8 +52,8 @@ def random_model(rng: np.random.Generator, d: int) -> LDAModel:
     return LDAModel(float(rng.uniform(0.2, 0.8)), rng.normal(size=d), rng.normal(size=d), random_spd(rng, d, 0.7))
 
 
-def random_theta(rng: np.random.Generator, d: int, scale: float = 0.5) -> AttentionParams:
-    return AttentionParams(scale * rng.normal(size=(d, d)), scale * rng.normal(size=d),
+def random_theta(rng: np.random.Generator, d: int, scale: float = 0.5) -> LDABlocks:
+    return LDABlocks(scale * rng.normal(size=(d, d)), scale * rng.normal(size=d),
                            scale * rng.normal(size=d), float(scale * rng.normal()))
 
 
@@ -65,22 +66,22 @@ def flat(e: EffectiveParams) -> np.ndarray:
 def test_effective_predictor_is_the_attention_limit(seed, d):
     rng = np.random.default_rng(seed)
     model, theta = random_model(rng, d), random_theta(rng, d, 1.0)
-    U, V = theta.matrices()
+    U, V = theta.head()
     X = rng.normal(size=(7, d))
     queries = np.column_stack([X, np.zeros(7)])
     limit = softmax_attention_limit(model.token_mixture(), queries, U, V)[:, -1]
     np.testing.assert_allclose(effective_predictor(model, effective_params(model, theta), X), limit,
                                rtol=1e-10, atol=1e-10)
-    assert AttentionParams.from_matrices(U, V).vector() == pytest.approx(theta.vector())
+    assert LDABlocks.from_head(Head(U, V)).vector() == pytest.approx(theta.vector())
 
 
 def test_effective_predictor_matches_a_long_prompt(rng):
     theta = random_theta(rng, 2, 0.6)
-    U, V = theta.matrices()
+    U, V = theta.head()
     X = rng.normal(size=(5, 2))
     queries = np.column_stack([X, np.zeros(5)])
     L = 200_000
-    tokens = C1.sample_tokens(L, 3)
+    tokens = C1.sample_tokens(1, L, 3)[0]
     finite = softmax_attention(tokens, queries, U, V)[:, -1]
     C = finite_prompt_mse(C1.token_mixture(), queries, U, V[-1:])
     f = effective_predictor(C1, effective_params(C1, theta), X)
@@ -101,7 +102,7 @@ def test_constructions_realise_the_bayes_score(rng):
         for theta in (construction_r0(model, s=rng.normal(size=model.dim)), construction_s0(model)):
             eff = effective_params(model, theta)
             np.testing.assert_allclose(eff.w, w_star, atol=1e-12)
-            U, V = theta.matrices()
+            U, V = theta.head()
             limit = softmax_attention_limit(model.token_mixture(), np.column_stack([X, np.zeros(len(X))]), U, V)
             np.testing.assert_allclose(limit[:, -1], model.bayes_score(X), atol=1e-10)
         assert effective_params(model, construction_r0(model)).r == pytest.approx(0, abs=1e-14)
@@ -152,8 +153,8 @@ def test_jacobian_and_chain_rule(rng):
     theta = random_theta(rng, 3)
     J = attention_jacobian(model, theta)
     x0, h = theta.vector(), 1e-6
-    fd = np.stack([(flat(effective_params(model, AttentionParams.from_vector(x0 + h * e, 3)))
-                    - flat(effective_params(model, AttentionParams.from_vector(x0 - h * e, 3)))) / (2 * h)
+    fd = np.stack([(flat(effective_params(model, LDABlocks.from_vector(x0 + h * e, 3)))
+                    - flat(effective_params(model, LDABlocks.from_vector(x0 - h * e, 3)))) / (2 * h)
                    for e in np.eye(x0.size)], axis=1)
     np.testing.assert_allclose(J, fd, atol=1e-8)
     _, g_eff = population_risk_grad(model, effective_params(model, theta), 40, tol=None)
@@ -169,7 +170,7 @@ def test_linear_attention(rng):
     # |w*| = √5: 80 nodes per axis for a converged rule (40 leave errors ~1e-8 at this width)
     assert best_linear_attention(sym, 80)[1] == pytest.approx(sym.bayes_risk(80), abs=1e-12)
     # the limit of linear attention on the tokens is linear in x with no intercept
-    U, V = random_theta(rng, 2).matrices()
+    U, V = random_theta(rng, 2).head()
     out = linear_attention_limit(C1.token_mixture(), np.zeros((1, 3)), U, V)
     assert out[0, -1] == 0.0
 
@@ -184,22 +185,22 @@ def test_best_linear_attention_from_any_start(rng):
         best_linear_attention(sym, 40, start=np.zeros(3))
 
 
-def test_gradient_descent(rng):
+def test_population_gradient_descent(rng):
     theta0 = random_theta(rng, 2, 0.5)
     seen = []
-    end = gradient_descent(C1, theta0, 0.5, 5, 30, callback=lambda k, th, R, g: seen.append((k, th.vector(), R)))
+    end = population_gradient_descent(C1, theta0, 0.5, 5, 30, callback=lambda k, th, R, g: seen.append((k, th.vector(), R)))
     vec = theta0.vector()
     for k in range(6):  # the explicit iteration, step by step
-        R, g = attention_risk_grad(C1, AttentionParams.from_vector(vec, 2), 30)
+        R, g = attention_risk_grad(C1, LDABlocks.from_vector(vec, 2), 30)
         assert seen[k][0] == k and seen[k][2] == pytest.approx(R, abs=1e-15)
         np.testing.assert_allclose(seen[k][1], vec, atol=1e-15)
         if k < 5:
             vec = vec - 0.5 * g.vector()
     np.testing.assert_allclose(end.vector(), vec, atol=1e-15)
     assert all(a[2] > b[2] for a, b in zip(seen, seen[1:]))  # small steps decrease the risk
-    np.testing.assert_allclose(gradient_descent(C1, theta0, 0.5, 5, 30).vector(), vec, atol=1e-15)
-    with pytest.raises(ValueError, match="eta"):
-        gradient_descent(C1, theta0, -1.0, 5)
+    np.testing.assert_allclose(population_gradient_descent(C1, theta0, 0.5, 5, 30).vector(), vec, atol=1e-15)
+    with pytest.raises(ValueError, match="lr"):
+        population_gradient_descent(C1, theta0, -1.0, 5)
 
 
 def test_minimiser_distances_and_zeta(rng):
@@ -219,11 +220,11 @@ def test_minimiser_distances_and_zeta(rng):
 def test_effective_head(rng):
     theta = random_theta(rng, 3)
     model = random_model(rng, 3)
-    head = EffectiveHead(model, theta)
+    head = LDABlocksModule(model, theta)
     X = rng.normal(size=(6, 3))
     out = head(torch.tensor(X)).detach().numpy()
     np.testing.assert_allclose(out, effective_predictor(model, effective_params(model, theta), X), rtol=1e-12)
-    assert head.theta().vector() == pytest.approx(theta.vector())
+    assert head.blocks().vector() == pytest.approx(theta.vector())
 
 
 def test_bad_input():
@@ -238,7 +239,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="w and s"):
         population_risk(C1, EffectiveParams(np.zeros(3), 0.0, 0.0, np.zeros(2)))
     with pytest.raises(ValueError, match="vec"):
-        AttentionParams.from_vector(np.zeros(5), 2)
+        LDABlocks.from_vector(np.zeros(5), 2)
     with pytest.raises(ValueError, match="r = 0"):
         construction_r0(LDAModel(0.6, [1.0, 0.0], [-1.0, 0.0], np.eye(2)))
 
@@ -257,7 +258,7 @@ def test_paper_block_convention_gives_the_same_map(rng):
     d = 3
     model = random_model(rng, d)
     U, V = rng.normal(size=(d + 1, d + 1)), rng.normal(size=(d + 1, d + 1))
-    theta = AttentionParams.from_matrices(U, V)
+    theta = LDABlocks.from_head(Head(U, V))
     eff = effective_params(model, theta)
     U11_paper, u12_paper = U.T[:d, :d], U.T[:d, d]  # the paper partitions Uᵀ
     v21 = V[-1, :d]
@@ -365,7 +366,7 @@ def test_gradient_flow_matches_small_step_descent(rng):
     flow = gradient_flow(C1, theta0, [0.0, 0.5, 1.0], 30, rtol=1e-10, atol=1e-12)
     assert flow.t[0] == 0.0 and flow.nfev > 0
     np.testing.assert_allclose(flow.thetas[0].vector(), theta0.vector())
-    ends = [gradient_descent(C1, theta0, eta, int(round(1.0 / eta)), 30).vector() for eta in (0.01, 0.005)]
+    ends = [population_gradient_descent(C1, theta0, lr, int(round(1.0 / lr)), 30).vector() for lr in (0.01, 0.005)]
     # explicit Euler is first order: halving the step halves its distance to the flow
     err = [np.linalg.norm(e - flow.thetas[-1].vector()) for e in ends]
     assert err[1] < 0.6 * err[0] and err[1] < 1e-3
@@ -407,7 +408,7 @@ def test_sgd_excess_floor_is_the_hessian_trace_formula():
     x0 = theta.vector()
 
     def grad(x):
-        return attention_risk_grad(model, AttentionParams.from_vector(x, 2), 40)[1].vector()
+        return attention_risk_grad(model, LDABlocks.from_vector(x, 2), 40)[1].vector()
 
     h = 1e-5
     H = np.stack([(grad(x0 + h * e) - grad(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
@@ -432,7 +433,7 @@ def test_sgd_chains_is_the_torch_sgd_of_the_effective_head(rng):
     batches = [_draw_batch(model, chol, (1, 16), replay) for _ in range(25)]
     it = ((X[0], Y[0]) for X, Y in batches)
 
-    def sample_xy(_rng):
+    def sample_xy(_n, _rng):
         X, Y = next(it)
         return torch.tensor(X), torch.tensor(Y)
 
@@ -440,9 +441,10 @@ def test_sgd_chains_is_the_torch_sgd_of_the_effective_head(rng):
         X, Y = batch
         return torch.nn.functional.softplus(-Y * head(X)).mean()
 
-    head = EffectiveHead(model, theta0)
-    train(head, sample_xy, loss_fn, steps=25, lr=0.05, seed=0, optimizer="sgd", progress=False)
-    np.testing.assert_allclose(run.thetas[-1][0].vector(), head.theta().vector(), atol=1e-12)
+    head = LDABlocksModule(model, theta0)
+    train(head, sample_xy, loss_fn, batch_size=16, steps=25, lr=0.05, seed=0, optimizer="sgd",
+          progress=False)
+    np.testing.assert_allclose(run.thetas[-1][0].vector(), head.blocks().vector(), atol=1e-12)
     assert list(run.steps) == [0, 5, 10, 15, 20, 25]
     two = sgd_chains(model, theta0, 0.05, 16, 3, np.random.default_rng(4), n_chains=2)
     assert not np.allclose(two.thetas[-1][0].vector(), two.thetas[-1][1].vector())
@@ -459,7 +461,23 @@ def test_origin_constant_is_the_variance_of_the_value(seed):
     model = random_model(rng, 3)
     pq = model.pi_pos * (1 - model.pi_pos)
     for theta in (construction_s0(model), random_theta(rng, 3, 0.7)):
-        U, V = theta.matrices()
+        U, V = theta.head()
         r = effective_params(model, theta).r
         C0 = finite_prompt_mse(model.token_mixture(), np.zeros((1, 4)), U, V[-1:])[0]
         np.testing.assert_allclose(C0, theta.v21 @ model.cov @ theta.v21 + r**2 * pq, rtol=1e-10)
+
+
+def test_blocks_head_and_token_samplers(rng):
+    """LDABlocks <-> Head round trip; sample_tokens draws the same tokens as sample, reshaped."""
+    theta = random_theta(rng, 2)
+    head = theta.head()
+    assert isinstance(head, Head) and head.U.shape == (3, 3) and head.V.shape == (3, 3)
+    np.testing.assert_array_equal(LDABlocks.from_head(head).vector(), theta.vector())
+    with pytest.raises(TypeError, match="head"):
+        LDABlocks.from_head(tuple(head))
+    tokens = C1.sample_tokens(4, 5, 7)
+    X, Y = C1.sample(20, 7)
+    assert tokens.shape == (4, 5, 3)
+    np.testing.assert_array_equal(tokens.reshape(20, 3), np.column_stack([X, Y]))
+    P = C1.class_mixture().sample_tokens(4, 5, 7)
+    assert P.shape == (4, 5, 2)

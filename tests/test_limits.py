@@ -112,10 +112,10 @@ def test_prompt_errors_and_correction_against_monte_carlo():
     assert np.isclose(c1, expected_c1, rtol=1e-10)
 
 
-def test_sample_prompts_shape_and_seed(mixture2d):
-    P = mixture2d.sample_prompts(3, 5, 0)
+def test_sample_tokens_shape_and_seed(mixture2d):
+    P = mixture2d.sample_tokens(3, 5, 0)
     assert P.shape == (3, 5, 2)
-    np.testing.assert_array_equal(P, mixture2d.sample_prompts(3, 5, 0))
+    np.testing.assert_array_equal(P, mixture2d.sample_tokens(3, 5, 0))
 
 
 def _kappa_one_gaussian():

@@ -37,12 +37,12 @@ def test_sample_prompts_covariance_monte_carlo():
 
 def test_token_covariance_matches_sampled_tokens():
     w = np.array([0.5, -1.2])
-    G = reg.token_covariance(w, SIGMA)
+    G = reg.token_covariance(SIGMA, w)
     rng = np.random.default_rng(2)
     X = rng.multivariate_normal(np.zeros(2), SIGMA, size=200000)
     Z = np.column_stack([X, X @ w])
     np.testing.assert_allclose(Z.T @ Z / len(Z), G, atol=0.03)
-    assert reg.token_law(w, SIGMA).dim == 3
+    assert reg.token_law(SIGMA, w).dim == 3
 
 
 def test_limit_prediction_equals_tilted_mean():
@@ -53,8 +53,8 @@ def test_limit_prediction_equals_tilted_mean():
     for _ in range(5):
         w, xq = rng.normal(size=2), rng.normal(size=(4, 2))
         queries = np.column_stack([xq, np.zeros(4)])
-        ref = softmax_attention_limit(reg.token_law(w, SIGMA), queries, U, V)[:, -1]
-        np.testing.assert_allclose(reg.limit_prediction(A, b, w, xq, SIGMA), ref, rtol=1e-12, atol=1e-12)
+        ref = softmax_attention_limit(reg.token_law(SIGMA, w), queries, U, V)[:, -1]
+        np.testing.assert_allclose(reg.limit_prediction(SIGMA, A, b, w, xq), ref, rtol=1e-12, atol=1e-12)
 
 
 def test_population_risk_monte_carlo():
@@ -63,8 +63,8 @@ def test_population_risk_monte_carlo():
     n = 200000
     w = rng.standard_normal((n, 2))
     xq = rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
-    err = (reg.limit_prediction(A, b, w, xq, SIGMA) - np.einsum("nd,nd->n", w, xq)) ** 2
-    assert abs(err.mean() - reg.population_risk(A, b, SIGMA)) < 5 * err.std() / np.sqrt(n)
+    err = (reg.limit_prediction(SIGMA, A, b, w, xq) - np.einsum("nd,nd->n", w, xq)) ** 2
+    assert abs(err.mean() - reg.population_risk(SIGMA, A, b)) < 5 * err.std() / np.sqrt(n)
 
 
 def test_population_risk_grad_autograd():
@@ -76,7 +76,8 @@ def test_population_risk_grad_autograd():
     St = torch.tensor(S)
     N = bt * St @ At - torch.eye(3, dtype=torch.float64)
     torch.trace(N @ St @ N.T).backward()
-    gA, gb = reg.population_risk_grad(A, b, S)
+    risk, (gA, gb) = reg.population_risk_grad(S, A, b)
+    assert risk == reg.population_risk(S, A, b)
     np.testing.assert_allclose(gA, At.grad.numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(gb, bt.grad.item(), rtol=1e-12, atol=1e-12)
 
@@ -84,7 +85,7 @@ def test_population_risk_grad_autograd():
 def test_optimal_parameters_exact_and_balanced():
     A, b = reg.optimal_parameters(SIGMA)
     np.testing.assert_allclose(b * SIGMA @ A, np.eye(2), atol=1e-14)
-    assert reg.population_risk(A, b, SIGMA) < 1e-28
+    assert reg.population_risk(SIGMA, A, b) < 1e-28
     assert np.isclose(np.linalg.norm(A), b, rtol=1e-14)
 
 
@@ -96,7 +97,7 @@ def test_finite_prompt_linear_risk_monte_carlo(L):
     batch = reg.sample_prompts(SIGMA, n_prompts=40000, length=L, rng=rng)
     err = (linear_attention(batch.tokens, batch.queries, U, V)[:, 0, -1] - batch.targets) ** 2
     se = err.std() / np.sqrt(err.size)
-    assert abs(err.mean() - reg.finite_prompt_linear_risk(A, b, SIGMA, L)) < 4.5 * se
+    assert abs(err.mean() - reg.finite_prompt_linear_risk(SIGMA, A, b, L)) < 4.5 * se
 
 
 def test_finite_prompt_optimum_scipy():
@@ -105,7 +106,7 @@ def test_finite_prompt_optimum_scipy():
     L = 6
 
     def f(m):
-        return reg.finite_prompt_linear_risk(m.reshape(3, 3), 1.0, S, L)
+        return reg.finite_prompt_linear_risk(S, m.reshape(3, 3), 1.0, L)
 
     res = minimize(f, np.zeros(9), method="BFGS", options={"gtol": 1e-12})
     np.testing.assert_allclose(res.x.reshape(3, 3), reg.optimal_linear_map(S, L), atol=1e-6)
@@ -122,11 +123,20 @@ def test_identity_covariance_formula():
 def test_gradient_flow_reaches_optimum_and_conserves_balance():
     eps = 1e-2
     A0 = eps * np.eye(2) / np.sqrt(2.0)
-    flow = reg.gradient_flow(A0, eps, SIGMA, 200.0, n_eval=50)
+    t = np.r_[0.0, np.geomspace(0.2, 200.0, 50)]
+    flow = reg.gradient_flow(SIGMA, (A0, eps), t)
     A_star, b_star = reg.optimal_parameters(SIGMA)
-    assert np.max(np.abs(flow.imbalance())) < 1e-10
-    assert np.max(np.abs(flow.A[-1] - A_star)) < 1e-8 and abs(flow.b[-1] - b_star) < 1e-8
-    assert np.all(np.diff(flow.risk) <= 1e-12)
+    assert flow.t[0] == 0.0 and flow.nfev > 0 and len(flow.thetas) == t.size
+    assert max(abs(th.imbalance()) for th in flow.thetas) < 1e-10
+    np.testing.assert_allclose(flow.stack("A")[0], A0)
+    assert np.max(np.abs(flow.stack("A")[-1] - A_star)) < 1e-8 and abs(flow.stack("b")[-1] - b_star) < 1e-8
+    risk = [reg.population_risk(SIGMA, *th) for th in flow.thetas]
+    assert np.all(np.diff(risk) <= 1e-12)
+    np.testing.assert_allclose(flow.thetas[-1].head().U[:2, :2], flow.thetas[-1].A)
+    with pytest.raises(ValueError, match="t_eval"):
+        reg.gradient_flow(SIGMA, (A0, eps), [1.0, 0.5])
+    with pytest.raises(ValueError, match="name"):
+        flow.stack("U")
 
 
 @settings(max_examples=25, deadline=None)
@@ -135,31 +145,31 @@ def test_finite_risk_properties(seed, d, L):
     rng = np.random.default_rng(seed)
     S = random_spd(rng, d)
     A, b = rng.normal(size=(d, d)), float(rng.normal())
-    r_L = reg.finite_prompt_linear_risk(A, b, S, L)
+    r_L = reg.finite_prompt_linear_risk(S, A, b, L)
     assert r_L >= reg.optimal_finite_prompt_linear_risk(S, L) - 1e-9 * (1 + abs(r_L))
     # Finite prompts only add variance: R_L(A, b) >= R(A, b), and R_L decreases in L.
-    assert r_L >= reg.population_risk(A, b, S) - 1e-9 * (1 + abs(r_L))
-    assert reg.finite_prompt_linear_risk(A, b, S, L + 1) <= r_L + 1e-9 * (1 + abs(r_L))
+    assert r_L >= reg.population_risk(S, A, b) - 1e-9 * (1 + abs(r_L))
+    assert reg.finite_prompt_linear_risk(S, A, b, L + 1) <= r_L + 1e-9 * (1 + abs(r_L))
     assert reg.optimal_finite_prompt_linear_risk(S, L) >= 0
 
 
 def test_validation_errors():
     with pytest.raises(ValueError, match="cov"):
-        reg.population_risk(np.eye(2), 1.0, np.array([[1.0, 2.0], [0.0, 1.0]]))
+        reg.population_risk(np.array([[1.0, 2.0], [0.0, 1.0]]), np.eye(2), 1.0)
     with pytest.raises(ValueError, match="cov"):
-        reg.population_risk(np.eye(2), 1.0, -np.eye(2))
+        reg.population_risk(-np.eye(2), np.eye(2), 1.0)
     with pytest.raises(ValueError, match="A"):
-        reg.population_risk(np.eye(3), 1.0, SIGMA)
+        reg.population_risk(SIGMA, np.eye(3), 1.0)
     with pytest.raises(TypeError, match="b"):
-        reg.population_risk(np.eye(2), "x", SIGMA)
+        reg.population_risk(SIGMA, np.eye(2), "x")
     with pytest.raises(ValueError, match="length"):
-        reg.finite_prompt_linear_risk(np.eye(2), 1.0, SIGMA, 0)
+        reg.finite_prompt_linear_risk(SIGMA, np.eye(2), 1.0, 0)
     with pytest.raises(TypeError, match="length"):
         reg.optimal_linear_map(SIGMA, 2.5)
     with pytest.raises(ValueError, match="noise_std"):
-        reg.population_risk(np.eye(2), 1.0, SIGMA, noise_std=-1.0)
+        reg.population_risk(SIGMA, np.eye(2), 1.0, noise_std=-1.0)
     with pytest.raises(ValueError, match="w"):
-        reg.token_covariance(np.ones(3), SIGMA)
+        reg.token_covariance(SIGMA, np.ones(3))
     with pytest.raises(ValueError, match="n_prompts"):
         reg.sample_prompts(SIGMA, n_prompts=0, length=3, rng=0)
     with pytest.raises(TypeError):
@@ -170,9 +180,9 @@ def test_head_limit_risk_matches_block_form_and_quadrature_order():
     rng = np.random.default_rng(8)
     A, b = rng.normal(size=(2, 2)), 0.4
     U, V = reg.embed_parameters(A, b)
-    assert np.isclose(reg.head_limit_risk(U, V, SIGMA), reg.population_risk(A, b, SIGMA), rtol=1e-12)
+    assert np.isclose(reg.head_limit_risk(SIGMA, U, V), reg.population_risk(SIGMA, A, b), rtol=1e-12)
     U, V = rng.normal(size=(3, 3)), rng.normal(size=(2, 3))
-    assert np.isclose(reg.head_limit_risk(U, V, SIGMA, n_points=3), reg.head_limit_risk(U, V, SIGMA, n_points=7),
+    assert np.isclose(reg.head_limit_risk(SIGMA, U, V, n_points=3), reg.head_limit_risk(SIGMA, U, V, n_points=7),
                       rtol=1e-12)
 
 
@@ -182,9 +192,9 @@ def test_head_limit_risk_monte_carlo_full_head():
     U, V = 0.5 * rng.normal(size=(3, 3)), rng.normal(size=(1, 3))
     n = 3000
     w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
-    sq = np.array([(softmax_attention_limit(reg.token_law(wi, SIGMA), np.r_[x, 0.0], U, V)[-1] - wi @ x) ** 2
+    sq = np.array([(softmax_attention_limit(reg.token_law(SIGMA, wi), np.r_[x, 0.0], U, V)[-1] - wi @ x) ** 2
                    for wi, x in zip(w, xq)])
-    assert abs(sq.mean() - reg.head_limit_risk(U, V, SIGMA)) < 4 * sq.std() / np.sqrt(n)
+    assert abs(sq.mean() - reg.head_limit_risk(SIGMA, U, V)) < 4 * sq.std() / np.sqrt(n)
 
 
 def test_softmax_variance_constant_against_error_law():
@@ -197,22 +207,22 @@ def test_softmax_variance_constant_against_error_law():
     U, V = reg.embed_parameters(A, b)
     n = 3000
     w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
-    vals = np.array([finite_prompt_mse(reg.token_law(wi, SIGMA), np.r_[x, 0.0], U, V[-1:]) for wi, x in zip(w, xq)])
-    C = reg.softmax_variance_constant(A, b, SIGMA)
+    vals = np.array([finite_prompt_mse(reg.token_law(SIGMA, wi), np.r_[x, 0.0], U, V[-1:]) for wi, x in zip(w, xq)])
+    C = reg.softmax_variance_constant(SIGMA, A, b)
     assert abs(vals.mean() - C) < 4 * vals.std() / np.sqrt(n)
     family = np.trace(SIGMA) * (1 - c**2) / (c**2 * (1 - 2 * c**2) ** 2)
     assert np.isclose(C, family, rtol=1e-12)
-    assert np.isclose(reg.softmax_family_constant(c**2, SIGMA), family, rtol=1e-12)
-    assert reg.softmax_variance_constant(2.0 * np.linalg.inv(SIGMA), 1.0, SIGMA) == float("inf")
+    assert np.isclose(reg.softmax_family_constant(SIGMA, c**2), family, rtol=1e-12)
+    assert reg.softmax_variance_constant(SIGMA, 2.0 * np.linalg.inv(SIGMA), 1.0) == float("inf")
 
 
 def test_head_risk_validation():
     with pytest.raises(ValueError, match="U"):
-        reg.head_limit_risk(np.eye(2), np.eye(3), SIGMA)
+        reg.head_limit_risk(SIGMA, np.eye(2), np.eye(3))
     with pytest.raises(ValueError, match="V"):
-        reg.head_limit_risk(np.eye(3), np.eye(2), SIGMA)
+        reg.head_limit_risk(SIGMA, np.eye(3), np.eye(2))
     with pytest.raises(ValueError, match="n_points"):
-        reg.head_limit_risk(np.eye(3), np.eye(3), SIGMA, n_points=2)
+        reg.head_limit_risk(SIGMA, np.eye(3), np.eye(3), n_points=2)
 
 
 @pytest.mark.parametrize("d", [1, 2, 4])
@@ -220,14 +230,14 @@ def test_softmax_family_constant_matches_general_formula(d):
     """The family expression against the general C̄(A, b) at A = cΣ⁻¹, b = 1/c, for a random Σ."""
     S = random_spd(np.random.default_rng(11 + d), d)
     c2 = np.array([0.01, 0.1, 0.2, 0.3, 0.45])
-    fam = reg.softmax_family_constant(c2, S)
+    fam = reg.softmax_family_constant(S, c2)
     assert fam.shape == c2.shape
-    general = [reg.softmax_variance_constant(np.sqrt(s) * np.linalg.inv(S), 1 / np.sqrt(s), S) for s in c2]
+    general = [reg.softmax_variance_constant(S, np.sqrt(s) * np.linalg.inv(S), 1 / np.sqrt(s)) for s in c2]
     np.testing.assert_allclose(fam, general, rtol=1e-10)
-    assert isinstance(reg.softmax_family_constant(0.1, S), float)
+    assert isinstance(reg.softmax_family_constant(S, 0.1), float)
     for bad in (0.0, 0.5, -0.1, [0.1, 0.7], np.nan):
         with pytest.raises(ValueError, match="c2"):
-            reg.softmax_family_constant(bad, S)
+            reg.softmax_family_constant(S, bad)
 
 
 @pytest.mark.parametrize("L", [3, 20])
@@ -242,9 +252,9 @@ def test_noisy_labels_finite_prompt_risk_monte_carlo(L):
     assert abs(resid.std() - xi) < 0.01
     err = (linear_attention(batch.tokens, batch.queries, U, V)[:, 0, -1] - batch.targets) ** 2
     se = err.std() / np.sqrt(err.size)
-    assert abs(err.mean() - reg.finite_prompt_linear_risk(A, b, SIGMA, L, noise_std=xi)) < 4.5 * se
+    assert abs(err.mean() - reg.finite_prompt_linear_risk(SIGMA, A, b, L, noise_std=xi)) < 4.5 * se
     G = reg.optimal_linear_map(SIGMA, L, noise_std=xi)
-    f = lambda m: reg.finite_prompt_linear_risk(m.reshape(2, 2), 1.0, SIGMA, L, noise_std=xi)
+    f = lambda m: reg.finite_prompt_linear_risk(SIGMA, m.reshape(2, 2), 1.0, L, noise_std=xi)
     res = minimize(f, np.zeros(4), method="BFGS", options={"gtol": 1e-12})
     np.testing.assert_allclose(res.x.reshape(2, 2), G, atol=1e-6)
     assert np.isclose(res.fun, reg.optimal_finite_prompt_linear_risk(SIGMA, L, noise_std=xi), rtol=1e-9)
@@ -258,17 +268,17 @@ def test_noisy_labels_limits():
     rng = np.random.default_rng(30)
     A, b = 0.3 * rng.normal(size=(2, 2)), 0.9
     U, V = reg.embed_parameters(A, b)
-    assert np.isclose(reg.head_limit_risk(U, V, SIGMA, noise_std=xi), reg.population_risk(A, b, SIGMA, xi))
-    assert np.isclose(reg.population_risk(A, b, SIGMA, xi) - reg.population_risk(A, b, SIGMA), xi**2)
+    assert np.isclose(reg.head_limit_risk(SIGMA, U, V, noise_std=xi), reg.population_risk(SIGMA, A, b, noise_std=xi))
+    assert np.isclose(reg.population_risk(SIGMA, A, b, noise_std=xi) - reg.population_risk(SIGMA, A, b), xi**2)
     n = 3000
     w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
-    vals = np.array([finite_prompt_mse(reg.token_law(wi, SIGMA, xi), np.r_[x, 0.0], U, V[-1:])
+    vals = np.array([finite_prompt_mse(reg.token_law(SIGMA, wi, noise_std=xi), np.r_[x, 0.0], U, V[-1:])
                      for wi, x in zip(w, xq)])
-    C = reg.softmax_variance_constant(A, b, SIGMA, noise_std=xi)
+    C = reg.softmax_variance_constant(SIGMA, A, b, noise_std=xi)
     assert abs(vals.mean() - C) < 4 * vals.std() / np.sqrt(n)
     c2 = 0.1
-    fam = reg.softmax_family_constant(c2, SIGMA, noise_std=xi)
-    general = reg.softmax_variance_constant(np.sqrt(c2) * np.linalg.inv(SIGMA), 1 / np.sqrt(c2), SIGMA, xi)
+    fam = reg.softmax_family_constant(SIGMA, c2, noise_std=xi)
+    general = reg.softmax_variance_constant(SIGMA, np.sqrt(c2) * np.linalg.inv(SIGMA), 1 / np.sqrt(c2), noise_std=xi)
     assert np.isclose(fam, general, rtol=1e-12)
 
 
@@ -281,7 +291,7 @@ def test_head_map_is_the_odd_part_of_the_prediction():
     P = reg.head_map(U, V)
     w, xq = rng.normal(size=2), rng.normal(size=(4, 2))
     queries = np.column_stack([xq, np.zeros(4)])
-    f = lambda w: softmax_attention_limit(reg.token_law(w, SIGMA), queries, U, V)[:, -1]
+    f = lambda w: softmax_attention_limit(reg.token_law(SIGMA, w), queries, U, V)[:, -1]
     np.testing.assert_allclose((f(w) - f(-w)) / 2, xq @ P.T @ SIGMA @ w, rtol=1e-10, atol=1e-12)
 
 
