@@ -364,23 +364,16 @@ def _effective_map(cov: Any, m_neg: Any, delta: Any, U11: Any, u21: Any, v21: An
 
 
 def attention_jacobian(model: LDAModel, theta: LDABlocks) -> np.ndarray:
-    r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders of :meth:`LDABlocks.vector` and ``(w, b, r, s)``."""
+    r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders of :meth:`LDABlocks.vector` and ``(w, b, r, s)``.
+
+    Row :math:`k` is :math:`J^\top e_k`, the adjoint of eq-04-map (:func:`attention_risk_grad`'s
+    chain rule) applied to the :math:`k`-th coordinate vector: the map's derivative is written once.
+    """
     model = _check_model(model)
     d = model.dim
-    G, D, v, U11 = model.cov, model.delta, theta.v21, theta.U11
-    n = d * d + 2 * d + 1
-    J = np.zeros((2 * d + 2, n))
-    iU, iu, iv, iv22 = 0, d * d, d * d + d, n - 1
-    Gv = G @ v
-    for i in range(d):  # w_j = sum_i U11[i, j] (G v)_i ; s_j = sum_i U11[i, j] D_i + 2 u_j
-        for j in range(d):
-            J[j, iU + i * d + j] = Gv[i]
-            J[d + 2 + j, iU + i * d + j] = D[i]
-    J[:d, iv: iv + d] = U11.T @ G
-    J[d, iv: iv + d], J[d, iv22] = model.m_neg, -1.0
-    J[d + 1, iv: iv + d], J[d + 1, iv22] = D, 2.0
-    J[d + 2:, iu: iu + d] = 2.0 * np.eye(d)
-    return J
+    E = np.eye(2 * d + 2)
+    gU, gu, gv, gv22 = _adjoint_map(model, theta.U11, theta.v21, E[:, :d], E[:, d], E[:, d + 1], E[:, d + 2:])
+    return np.concatenate([gU.reshape(2 * d + 2, d * d), gu, gv, gv22[:, None]], axis=1)
 
 
 def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:

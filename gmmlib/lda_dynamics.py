@@ -160,11 +160,11 @@ def _theta_batch(theta0: LDABlocks, n_chains: int) -> list[np.ndarray]:
             for a in (theta0.U11, theta0.u21, theta0.v21, np.array(theta0.v22))]
 
 
-def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch: int, steps: int,
+def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch_size: int, steps: int,
                rng: Any, *, n_chains: int = 1, record_every: int = 1) -> SGDChains:
     r"""Online SGD on the logistic loss of one head, for several independent chains at once.
 
-    Each step draws, for each chain, a fresh batch of ``batch`` pairs :math:`(X, Y)` of the LDA
+    Each step draws, for each chain, a fresh batch of ``batch_size`` pairs :math:`(X, Y)` of the LDA
     model and moves :math:`\theta \leftarrow \theta - \eta\,\frac1B\sum_b\nabla_\theta\ell(Y_bf_\theta(X_b))`.
     The gradient is written out: with :math:`c_b = -Y_b\sigma(-Y_bf_\theta(X_b))/B` and the
     gate :math:`g = \sigma(s_0 + s^\top x)`, :math:`\nabla_{(w,b,r,s)} = \sum_b c_b\,(X_b, 1, g_b, r g_b(1-g_b)X_b)`,
@@ -182,7 +182,7 @@ def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch: int, steps:
         The common start of the chains.
     lr : float
         The step :math:`\eta > 0`.
-    batch : int
+    batch_size : int
         The batch size :math:`B`.
     steps : int
         The number of steps.
@@ -203,7 +203,7 @@ def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch: int, steps:
     if theta0.dim != model.dim:
         raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
     lr = check_positive(lr, "lr")
-    batch = check_positive(batch, "batch", integer=True)
+    batch = check_positive(batch_size, "batch_size", integer=True)
     n_chains = check_positive(n_chains, "n_chains", integer=True)
     record_every = check_positive(record_every, "record_every", integer=True)
     if int(steps) != steps or steps < 0:
@@ -299,7 +299,7 @@ def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
     return float(value), float(remainder)
 
 
-def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch: int, rng: Any,
+def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch_size: int, rng: Any,
                      n_samples: int = 50_000) -> float:
     r"""The stationary excess risk of constant-step SGD on fresh batches near a Bayes minimiser.
 
@@ -324,7 +324,7 @@ def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch: int, r
     """
     model = _check_model(model)
     lr = check_positive(lr, "lr")
-    batch = check_positive(batch, "batch", integer=True)
+    batch = check_positive(batch_size, "batch_size", integer=True)
     n_samples = check_positive(n_samples, "n_samples", integer=True)
     eff = effective_params(model, theta)
     X, _ = model.sample(n_samples, rng)
