@@ -3,7 +3,8 @@
 The risk of one head depends on :math:`x` through :math:`T = (w^\top x, s^\top x)`, Gaussian given
 the class. :func:`_class_nodes` returns, per class, nodes and weights for :math:`T`: a tensor
 Gauss–Hermite rule, or composite Gauss–Legendre panels graded toward the gate's transition and the
-loss's kink (accurate for sharp gates). The public functions are in :mod:`gmmlib.lda`.
+loss's kink (accurate for sharp gates); :func:`_risk` evaluates the risk on a rule and
+:func:`_check_converged` compares it with a coarser rule. The public functions are in :mod:`gmmlib.lda`.
 """
 
 from __future__ import annotations
@@ -123,3 +124,36 @@ def _loss_terms(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _dot(weights: np.ndarray, values: np.ndarray) -> float:
     """A weighted sum without BLAS (whose threads stall on busy machines for these vector sizes)."""
     return float(np.sum(weights * values))
+
+
+def _risk(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str) -> float:
+    w, b, r, s = eff
+    total = 0.0
+    for c, _, pc, T, wt in _class_nodes(model, eff, n_points, rule):
+        u = c * (T[:, 0] + b + r * _sigmoid(model.s0 + T[:, 1]))
+        total += pc * (_dot(wt, np.log1p(np.exp(-np.abs(u))) + np.maximum(-u, 0.0)))
+    return float(total)
+
+
+def _check_converged(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str, risk: float,
+                     tol: float | None) -> None:
+    """Raise ValueError when the rule changes by more than ``tol`` from a coarser rule to ``n_points`` nodes.
+
+    The coarser rule has ``n_points // 2`` nodes per axis (Gauss–Hermite) or ``n_points - 2`` per
+    panel (adaptive: Gauss–Legendre panels gain a fixed factor per node, Gauss–Hermite rules far less).
+    """
+    if tol is None:
+        return
+    n_coarse = max(n_points // 2 if rule == "gauss-hermite" else n_points - 2, 1)
+    coarse = _risk(model, eff, n_coarse, rule)
+    change = abs(risk - coarse)
+    if not change <= tol * max(1.0, abs(risk)):
+        width_w = float(np.sqrt(eff.w @ model.cov @ eff.w))
+        width_s = float(np.sqrt(eff.s @ model.cov @ eff.s))
+        hint = ("use rule='adaptive' (panels graded along the gate direction s)" if rule == "gauss-hermite"
+                else "raise n_points")
+        raise ValueError(
+            f"the {rule} rule with n_points = {n_points} has not converged at this point: the risk changes by "
+            f"{change:.2e} from {n_coarse} to {n_points} nodes (allowed: {tol:g} × max(1, R)); the widths are "
+            f"sqrt(wᵀΓw) = {width_w:.3g} and sqrt(sᵀΓs) = {width_s:.3g} (a sharp gate when the latter is large). "
+            f"To proceed, {hint}.")

@@ -67,7 +67,7 @@ from scipy.special import expit, log_expit
 from ._validation import as_float_array, check_covariances, check_positive
 from ._types import Head
 from .mixtures import GaussianMixture
-from ._lda_rules import _class_nodes, _dot, _loss_terms, _sigmoid
+from ._lda_rules import _check_converged, _class_nodes, _dot, _loss_terms, _risk, _sigmoid
 
 __all__ = [
     "LDAModel",
@@ -453,39 +453,6 @@ def construction_s0(model: LDAModel, v21: Any | None = None) -> LDABlocks:
 #: :func:`population_risk` accepts, in nats, relative to max(1, R): beyond it the rule has not
 #: converged and it raises.
 RISK_TOLERANCE = 1e-6
-
-
-def _risk(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str) -> float:
-    w, b, r, s = eff
-    total = 0.0
-    for c, _, pc, T, wt in _class_nodes(model, eff, n_points, rule):
-        u = c * (T[:, 0] + b + r * _sigmoid(model.s0 + T[:, 1]))
-        total += pc * (_dot(wt, np.log1p(np.exp(-np.abs(u))) + np.maximum(-u, 0.0)))
-    return float(total)
-
-
-def _check_converged(model: LDAModel, eff: EffectiveParams, n_points: int, rule: str, risk: float,
-                     tol: float | None) -> None:
-    """Raise ValueError when the rule changes by more than ``tol`` from a coarser rule to ``n_points`` nodes.
-
-    The coarser rule has ``n_points // 2`` nodes per axis (Gauss–Hermite) or ``n_points - 2`` per
-    panel (adaptive: Gauss–Legendre panels gain a fixed factor per node, Gauss–Hermite rules far less).
-    """
-    if tol is None:
-        return
-    n_coarse = max(n_points // 2 if rule == "gauss-hermite" else n_points - 2, 1)
-    coarse = _risk(model, eff, n_coarse, rule)
-    change = abs(risk - coarse)
-    if not change <= tol * max(1.0, abs(risk)):
-        width_w = float(np.sqrt(eff.w @ model.cov @ eff.w))
-        width_s = float(np.sqrt(eff.s @ model.cov @ eff.s))
-        hint = ("use rule='adaptive' (panels graded along the gate direction s)" if rule == "gauss-hermite"
-                else "raise n_points")
-        raise ValueError(
-            f"the {rule} rule with n_points = {n_points} has not converged at this point: the risk changes by "
-            f"{change:.2e} from {n_coarse} to {n_points} nodes (allowed: {tol:g} × max(1, R)); the widths are "
-            f"sqrt(wᵀΓw) = {width_w:.3g} and sqrt(sᵀΓs) = {width_s:.3g} (a sharp gate when the latter is large). "
-            f"To proceed, {hint}.")
 
 
 def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str = "gauss-hermite",
