@@ -120,3 +120,34 @@ def test_a_frame_that_fails_to_render_still_closes_its_figure():
     with pytest.raises(ValueError):
         slider_figure(draw, {"a": [0, 1]}, alt="x")
     assert not plt.get_fignums()
+
+
+def test_renderers_share_one_mathtext_parser_and_draw_the_same_pixels(book_style):
+    """share_mathtext_parses (called by use_book_style): one parser, the same pixels as a fresh one."""
+    import copy
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    from gmmlib.plotting import share_mathtext_parses
+
+    share_mathtext_parses()  # a second call changes nothing
+    assert RendererAgg(10, 10, 72).mathtext_parser is RendererAgg(20, 30, 100).mathtext_parser
+
+    def rgba(fresh: bool) -> np.ndarray:
+        fig, ax = plt.subplots(figsize=(4, 3))
+        ax.loglog([1e-3, 1e4], [1e-5, 1.0], label=r"$\theta^{2}$ and $\alpha_k(z)$")
+        ax.set(xlabel=r"$\sqrt{\bar C/L}$", title=r"$L\,\|T[\hat\mu_L](z)\|^2$")
+        ax.legend()
+        canvas = FigureCanvasAgg(fig)
+        renderer = canvas.get_renderer()
+        if fresh:  # a parser of its own: an empty cache, as without the sharing
+            renderer.mathtext_parser = copy.copy(renderer.mathtext_parser)
+        canvas.draw()
+        out = np.asarray(canvas.buffer_rgba()).copy()
+        plt.close(fig)
+        return out
+
+    shared_first, fresh, shared_again = rgba(False), rgba(True), rgba(False)
+    np.testing.assert_array_equal(shared_first, fresh)
+    np.testing.assert_array_equal(shared_again, fresh)
