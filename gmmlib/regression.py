@@ -200,8 +200,11 @@ class RegressionBlocks(NamedTuple):
         r"""The full head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top` (:func:`embed_parameters`)."""
         return embed_parameters(self.A, self.b)
 
-    def imbalance(self) -> float:
-        r""":math:`\|A\|_F^2 - b^2`, conserved by the gradient flow (Theorem thm-02-flow)."""
+    def balance(self) -> float:
+        r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow (Theorem thm-02-flow; the chapter's "imbalance").
+
+        The same idea and name as :meth:`gmmlib.lda.LDABlocks.balance`.
+        """
         return float(np.sum(np.asarray(self.A) ** 2) - float(self.b) ** 2)
 
 

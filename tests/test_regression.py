@@ -127,7 +127,7 @@ def test_gradient_flow_reaches_optimum_and_conserves_balance():
     flow = reg.gradient_flow(SIGMA, (A0, eps), t)
     A_star, b_star = reg.optimal_parameters(SIGMA)
     assert flow.t[0] == 0.0 and flow.nfev > 0 and len(flow.thetas) == t.size
-    assert max(abs(th.imbalance()) for th in flow.thetas) < 1e-10
+    assert max(abs(th.balance()) for th in flow.thetas) < 1e-10
     np.testing.assert_allclose(flow.stack("A")[0], A0)
     assert np.max(np.abs(flow.stack("A")[-1] - A_star)) < 1e-8 and abs(flow.stack("b")[-1] - b_star) < 1e-8
     risk = [reg.population_risk(SIGMA, *th) for th in flow.thetas]
