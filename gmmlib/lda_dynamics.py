@@ -299,7 +299,7 @@ def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
     return float(value), float(remainder)
 
 
-def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch_size: int, rng: Any,
+def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch_size: int, rng: Any, *,
                      n_samples: int = 50_000) -> float:
     r"""The stationary excess risk of constant-step SGD on fresh batches near a Bayes minimiser.
 
