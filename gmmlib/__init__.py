@@ -18,6 +18,7 @@ denoising  : the Bayes denoiser, its risks, the best linear/affine denoisers, it
 denoising_heads : attention heads that denoise: two-/one-head, residual and key-bias constructions (Chapters 8, 10)
 head_training : fitting a sum of heads on the infinite prompt with numpy gradients: online SGD, L-BFGS (Chapter 8)
 checks     : the ledger of numerical checks behind every claim, with their negative controls
+evidence   : what a check compares with: quadrature, Richardson and Monte Carlo estimates with their errors
 seeding    : one base seed for the book and named random streams
 training   : the one training loop (torch autograd on sampled batches, ``sample(batch_size, rng)``)
 plotting   : the book's figure style and shared plots
