@@ -51,10 +51,7 @@ def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
     b : ndarray, shape (K,)
     """
     x_mixture = check_mixture(x_mixture, "x_mixture")
-    G = x_mixture.covs[0]
-    scale = max(1.0, float(np.max(np.abs(x_mixture.covs))))
-    if np.max(np.abs(x_mixture.covs - G[None])) > 1e-12 * scale:
-        raise ValueError("x_mixture must have one shared covariance for the linear Bayes scores")
+    G = x_mixture.shared_covariance("x_mixture", "for the linear Bayes scores")
     W = np.linalg.solve(G, x_mixture.means.T).T
     with np.errstate(divide="ignore"):
         b = -0.5 * np.sum(W * x_mixture.means, axis=1) + np.log(x_mixture.weights)

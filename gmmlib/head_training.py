@@ -50,10 +50,7 @@ def _stack_heads(heads: Sequence[Any], d: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _shared_covariance(prompt_law: GaussianMixture) -> np.ndarray:
-    covs = prompt_law.covs
-    if not np.allclose(covs, covs[0], rtol=0.0, atol=1e-12 * max(1.0, float(np.abs(covs).max()))):
-        raise ValueError("the prompt law must have one covariance shared by its components (eq. eq-08-noisy-head)")
-    return covs[0]
+    return prompt_law.shared_covariance("prompt_law", "eq. eq-08-noisy-head")
 
 
 def random_heads(n_heads: int, dim: int, rng: Any, scale: float = 0.1) -> tuple[Head, ...]:

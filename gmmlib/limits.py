@@ -143,10 +143,7 @@ def shared_covariance_limit(mixture: GaussianMixture, queries: Any, U: Any, V: A
         If the components' covariances differ.
     """
     Q, U, V, single = _check_inputs(mixture, queries, U, V)
-    G = mixture.covs[0]
-    scale = max(1.0, float(np.max(np.abs(mixture.covs))))
-    if np.max(np.abs(mixture.covs - G[None])) > 1e-12 * scale:
-        raise ValueError("mixture must have one covariance shared by all components for the shared-covariance form")
+    G = mixture.shared_covariance("mixture", "for the shared-covariance form")
     A = Q @ U.T
     with np.errstate(divide="ignore"):
         logits = np.log(mixture.weights)[None, :] + A @ mixture.means.T

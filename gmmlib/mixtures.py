@@ -185,6 +185,20 @@ class GaussianMixture:
         mu = self.mean()
         return self.second_moment() - np.outer(mu, mu)
 
+    def shared_covariance(self, name: str = "mixture", purpose: str = "") -> np.ndarray:
+        r"""The one covariance :math:`\Gamma` of every component, for the shared-covariance formulas.
+
+        Components count as sharing it when :math:`\max_k\|\Gamma_k - \Gamma_1\|_{\max} \le
+        10^{-12}\max(1, \max_k\|\Gamma_k\|_{\max})`; otherwise a ``ValueError`` names
+        ``name`` and ``purpose`` (what needed one covariance).
+        """
+        G = self.covs[0]
+        scale = max(1.0, float(np.max(np.abs(self.covs))))
+        if np.max(np.abs(self.covs - G[None])) > 1e-12 * scale:
+            raise ValueError(f"{name} must have one covariance shared by all components"
+                             + (f" ({purpose})" if purpose else ""))
+        return G
+
     # ------------------------------------------------------------------ sampling
     def _factors(self) -> np.ndarray:
         """Square roots :math:`R_k` with :math:`R_k R_k^\\top = \\Gamma_k` (PSD-safe, via eigh)."""

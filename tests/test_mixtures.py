@@ -154,3 +154,11 @@ def test_bad_calls(mixture2d):
         mixture2d.sample(3, "seed")
     with pytest.raises(TypeError, match="n"):
         mixture2d.sample(2.5, 0)
+
+
+def test_shared_covariance_returns_the_one_covariance_or_names_the_argument():
+    shared = GaussianMixture([0.5, 0.5], [[0.0, 0.0], [1.0, 0.0]], [np.eye(2), np.eye(2)])
+    np.testing.assert_array_equal(shared.shared_covariance(), np.eye(2))
+    other = GaussianMixture([0.5, 0.5], [[0.0, 0.0], [1.0, 0.0]], [np.eye(2), 2 * np.eye(2)])
+    with pytest.raises(ValueError, match=r"x_mixture must have one covariance.*\(for the scores\)"):
+        other.shared_covariance("x_mixture", "for the scores")
