@@ -495,7 +495,7 @@ def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *, rule: 
     the value is the finer rule's, its error 10 × the change between the two plus 100 ulp.
     Used for every excess risk that Chapters 5 and 6 report from a trajectory.
     """
-    from .checks import converged_quadrature
+    from .evidence import converged_quadrature
 
     model = _check_model(model)
     eff = _check_eff(model, eff)
