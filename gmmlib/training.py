@@ -51,6 +51,43 @@ class History:
         return out
 
 
+_BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
+
+
+@torch.no_grad()
+def _adam_step(params: list[torch.Tensor], moments: list[tuple[torch.Tensor, torch.Tensor]],
+               lr: float, t: int) -> None:
+    r"""One Adam step (Kingma & Ba, 2015) with torch's defaults, as ``torch.optim.Adam`` computes it on CPU.
+
+    .. math::
+
+        m \leftarrow \beta_1 m + (1 - \beta_1)g,\quad v \leftarrow \beta_2 v + (1 - \beta_2)g^2,\quad
+        \theta \leftarrow \theta - \frac{\text{lr}}{1 - \beta_1^t}\,
+        \frac{m}{\sqrt{v}/\sqrt{1 - \beta_2^t} + \epsilon}.
+
+    Written out (the same operations in the same order as torch's single-tensor Adam, so the
+    steps agree to the bit, as ``tests/test_training.py`` checks) because ``torch.optim``'s first
+    step imports ``torch._dynamo``, a second or more of every chapter that trains.
+    """
+    for p, (m, v) in zip(params, moments):
+        g = p.grad
+        if g is None:
+            continue
+        m.lerp_(g, 1 - _BETA1)
+        v.mul_(_BETA2).addcmul_(g, g, value=1 - _BETA2)
+        bias_correction2_sqrt = (1 - _BETA2 ** float(t)) ** 0.5
+        denom = (v.sqrt() / bias_correction2_sqrt).add_(_EPS)
+        p.addcdiv_(m, denom, value=-(lr / (1 - _BETA1 ** float(t))))
+
+
+@torch.no_grad()
+def _sgd_step(params: list[torch.Tensor], lr: float) -> None:
+    r"""One plain gradient step :math:`\theta \leftarrow \theta - \text{lr}\,g` (``torch.optim.SGD``'s defaults)."""
+    for p in params:
+        if p.grad is not None:
+            p.add_(p.grad, alpha=-lr)
+
+
 def train(
     model: torch.nn.Module,
     sample: Callable[[int, np.random.Generator], Any],
@@ -118,12 +155,9 @@ def train(
     if clip_norm is not None and not (clip_norm > 0):
         raise ValueError(f"clip_norm must be positive, got {clip_norm!r}")
     params = [p for p in model.parameters() if p.requires_grad]
-    if optimizer == "adam":
-        opt = torch.optim.Adam(params, lr=lr)
-    elif optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=lr)
-    else:
+    if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
     rng = np.random.default_rng(seed)
     history = History()
     bar = tqdm(range(int(steps)), desc=desc, disable=not progress, mininterval=1.0, leave=False)
@@ -132,11 +166,15 @@ def train(
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"the loss became {loss.item()} at step {step}; lower lr or clip gradients")
-        opt.zero_grad(set_to_none=True)
+        for p in params:
+            p.grad = None
         loss.backward()
         if clip_norm is not None:
             torch.nn.utils.clip_grad_norm_(params, clip_norm)
-        opt.step()
+        if optimizer == "adam":
+            _adam_step(params, moments, lr, step + 1)
+        else:
+            _sgd_step(params, lr)
         if step % log_every == 0 or step == steps - 1:
             history.step.append(step)
             history.loss.append(float(loss.detach()))
