@@ -75,18 +75,29 @@ def bayes_denoiser(mixture: GaussianMixture, noise_std: float, Z: Any) -> np.nda
     Z2 = Zarr[None] if single else Zarr
     if Z2.shape[1] != mixture.dim:
         raise ValueError(f"Z must have shape (n, {mixture.dim}), got {Zarr.shape}")
-    beta, experts = _posterior_experts(mixture, noise_std, Z2)
-    out = np.einsum("nk,nkd->nd", beta, experts)
-    if not np.all(np.isfinite(out)):
-        raise ValueError("the posterior mean overflows the float range: Z is too large")
+    out = _posterior_mean(mixture, _denoiser_law(mixture, noise_std), Z2)
     return out[0] if single else out
 
 
-def _posterior_experts(mixture: GaussianMixture, noise_std: float, Z2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The posterior β_k(z) (in log space: it saturates, finite, however far out z is) and the experts."""
+def _denoiser_law(mixture: GaussianMixture, noise_std: float) -> tuple[GaussianMixture, np.ndarray]:
+    r"""The noisy law and the gains :math:`S_k^{-1}\Gamma_k`: what the denoiser needs besides z."""
     noisy = noisy_mixture(mixture, noise_std)
+    return noisy, np.linalg.solve(noisy.covs, mixture.covs)  # its transpose is Γ_k S_k^{-1}
+
+
+def _posterior_mean(mixture: GaussianMixture, law: tuple[GaussianMixture, np.ndarray], Z2: np.ndarray) -> np.ndarray:
+    beta, experts = _posterior_experts(mixture, law, Z2)
+    out = np.einsum("nk,nkd->nd", beta, experts)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the posterior mean overflows the float range: Z is too large")
+    return out
+
+
+def _posterior_experts(mixture: GaussianMixture, law: tuple[GaussianMixture, np.ndarray],
+                       Z2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The posterior β_k(z) (in log space: it saturates, finite, however far out z is) and the experts."""
+    noisy, gain = law
     beta = noisy.posterior(Z2)  # (n, K)
-    gain = np.linalg.solve(noisy.covs, mixture.covs)  # S_k^{-1} Γ_k; its transpose is Γ_k S_k^{-1}
     diff = Z2[:, None, :] - mixture.means[None]  # (n, K, d)
     with np.errstate(over="ignore", invalid="ignore"):
         experts = mixture.means[None] + np.einsum("kji,nkj->nki", gain, diff)  # m_k + Γ_k S_k^{-1}(z - m_k)
@@ -111,12 +122,13 @@ def bayes_mse(mixture: GaussianMixture, noise_std: float, n_points: int = 40) ->
     of :math:`Z` (the integrand is smooth, so the rule converges geometrically).
     """
     mixture = check_mixture(mixture)
-    noisy = noisy_mixture(mixture, noise_std)
+    law = _denoiser_law(mixture, noise_std)
+    noisy = law[0]
     xi2 = float(noise_std) ** 2
     within = xi2 * np.einsum("kij,kji->k", mixture.covs, np.linalg.inv(noisy.covs))  # ξ² tr(Γ_k S_k⁻¹)
 
     def conditional_variance(Z: np.ndarray) -> np.ndarray:
-        beta, experts = _posterior_experts(mixture, noise_std, Z)
+        beta, experts = _posterior_experts(mixture, law, Z)
         mean = np.einsum("nk,nkd->nd", beta, experts)
         spread = np.sum((experts - mean[:, None, :]) ** 2, axis=-1)  # (n, K)
         return np.einsum("nk,nk->n", beta, within[None, :] + spread)
@@ -230,9 +242,10 @@ def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_step
     mixture = check_mixture(mixture)
     check_positive(n_steps, "n_steps", integer=True, allow_zero=True)
     Z = check_points(Z0, mixture.dim, "Z0")
+    law = _denoiser_law(mixture, noise_std)  # once: only z changes from step to step
     out = [Z]
     for _ in range(int(n_steps)):
-        out.append(bayes_denoiser(mixture, noise_std, out[-1]))
+        out.append(_posterior_mean(mixture, law, out[-1]))
     return np.stack(out)
 
 
