@@ -488,10 +488,10 @@ def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str 
 
 
 def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *, rule: str = "adaptive") -> Any:
-    r"""The excess risk :math:`R(w,b,r,s) - R^*` with its quadrature error, as a :class:`gmmlib.checks.Estimate`.
+    r"""The excess risk :math:`R(w,b,r,s) - R^*` with its quadrature error, as a :class:`gmmlib.evidence.Estimate`.
 
     Both risks are computed with ``n_points`` and ``2 * n_points`` nodes (per panel for the
-    adaptive rule, per axis for Gauss–Hermite) by :func:`gmmlib.checks.converged_quadrature`:
+    adaptive rule, per axis for Gauss–Hermite) by :func:`gmmlib.evidence.converged_quadrature`:
     the value is the finer rule's, its error 10 × the change between the two plus 100 ulp.
     Used for every excess risk that Chapters 5 and 6 report from a trajectory.
     """
