@@ -2,19 +2,19 @@ r"""The parameter and result types that several gmmlib modules share (no torch, 
 
 :class:`Head` and :class:`PromptBatch` are documented (and imported) as
 ``gmmlib.attention.Head`` and ``gmmlib.attention.PromptBatch``; :class:`Trajectory` as
-``gmmlib.lda_dynamics.Trajectory``. They live here so that numpy-only modules
-(:mod:`gmmlib.regression`, :mod:`gmmlib.lda`, :mod:`gmmlib.lda_dynamics`) can use them without
-importing torch.
+``gmmlib.lda_dynamics.Trajectory``; :class:`History` as ``gmmlib.training.History``. They live
+here so that numpy-only modules (:mod:`gmmlib.regression`, :mod:`gmmlib.lda`,
+:mod:`gmmlib.lda_dynamics`, :mod:`gmmlib.head_training`) can use them without importing torch.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Head", "PromptBatch", "Trajectory"]
+__all__ = ["Head", "PromptBatch", "Trajectory", "History"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,28 @@ class Trajectory(NamedTuple):
         if not self.thetas or not hasattr(self.thetas[0], name):
             raise ValueError(f"name must be a field of the parameters, got {name!r}")
         return np.stack([np.asarray(getattr(th, name), dtype=np.float64) for th in self.thetas])
+
+
+@dataclass
+class History:
+    """What a training run recorded.
+
+    Attributes
+    ----------
+    step : list of int
+        The steps at which the loss (and metrics) were logged.
+    loss : list of float
+        The training loss on that step's batch.
+    metrics : dict of str to list of float
+        Values of ``eval_fn`` at the logged steps (one list per key).
+    """
+
+    step: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+
+    def as_arrays(self) -> dict[str, np.ndarray]:
+        """The record as numpy arrays: ``step``, ``loss`` and each metric."""
+        out = {"step": np.asarray(self.step), "loss": np.asarray(self.loss)}
+        out.update({k: np.asarray(v) for k, v in self.metrics.items()})
+        return out

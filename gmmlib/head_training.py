@@ -26,7 +26,7 @@ import numpy as np
 from ._validation import as_float_array, check_matrix, check_points, check_positive, check_rng
 from .attention import Head
 from .mixtures import GaussianMixture, check_mixture
-from .training import History
+from ._types import History
 
 __all__ = [
     "random_heads",

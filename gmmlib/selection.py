@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-import torch
 from scipy.special import logsumexp, softmax
 
 from ._validation import as_float_array, check_covariances, check_positive, check_queries, check_rng, check_V
@@ -366,6 +365,8 @@ def sample_prompts(
     kq = kq.reshape(B, n)
     targets = C[kq]
     if as_torch:
+        import torch  # only the training side needs it
+
         tokens, queries, targets = (torch.from_numpy(np.ascontiguousarray(a)) for a in (tokens, queries, targets))
     return LabelledPromptBatch(tokens, queries, targets, kq)
 
@@ -395,7 +396,7 @@ def decide(readout: Any) -> np.ndarray:
         :math:`\operatorname{sign}(\text{readout})\in\{-1, 0, 1\}` when :math:`q = 1`, else the
         index of the largest entry, or :data:`TIE` where it is not unique.
     """
-    R = readout.detach().cpu().numpy() if isinstance(readout, torch.Tensor) else np.asarray(readout, dtype=float)
+    R = readout.detach().cpu().numpy() if hasattr(readout, "detach") else np.asarray(readout, dtype=float)
     if R.ndim < 1 or R.shape[-1] < 1:
         raise ValueError(f"readout must have a last axis of size q >= 1, got shape {R.shape}")
     if R.shape[-1] == 1:

@@ -16,39 +16,15 @@ chains at once (``tests/test_lda.py`` compares them step by step).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 import torch
 from tqdm import tqdm  # text bar on stderr: hidden in the HTML (nb_output_stderr: remove), readable in Colab
 
+from ._types import History
+
 __all__ = ["History", "train"]
-
-
-@dataclass
-class History:
-    """What a training run recorded.
-
-    Attributes
-    ----------
-    step : list of int
-        The steps at which the loss (and metrics) were logged.
-    loss : list of float
-        The training loss on that step's batch.
-    metrics : dict of str to list of float
-        Values of ``eval_fn`` at the logged steps (one list per key).
-    """
-
-    step: list[int] = field(default_factory=list)
-    loss: list[float] = field(default_factory=list)
-    metrics: dict[str, list[float]] = field(default_factory=dict)
-
-    def as_arrays(self) -> dict[str, np.ndarray]:
-        """The record as numpy arrays: ``step``, ``loss`` and each metric."""
-        out = {"step": np.asarray(self.step), "loss": np.asarray(self.loss)}
-        out.update({k: np.asarray(v) for k, v in self.metrics.items()})
-        return out
 
 
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
