@@ -163,7 +163,9 @@ def _finite_tilts(Q: Any, U: Any, Z: Any, xp: Any) -> Any:
     with np.errstate(over="ignore", invalid="ignore"):  # overflowing rows are replaced below
         A = Q @ U.T
     big = xp.finfo(A.dtype).max * 1e-8
-    zmax = xp.clip(xp.amax(xp.abs(_plain(Z)), axis=(-2, -1), keepdims=True), 1.0, None)
+    Zp = _plain(Z)  # the largest |z_j| per prompt, without a temporary of the prompt's size:
+    zmax = xp.clip(xp.maximum(xp.amax(Zp, axis=(-2, -1), keepdims=True),
+                              -xp.amin(Zp, axis=(-2, -1), keepdims=True)), 1.0, None)
     with np.errstate(over="ignore", invalid="ignore"):  # inf or nan tilts compare False
         bad = ~(xp.amax(xp.abs(_plain(A)), axis=-1, keepdims=True) * zmax * Z.shape[-1] <= big)
     if not bool(bad.any()):
