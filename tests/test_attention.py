@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import pkgutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gmmlib
 from gmmlib import linear_attention, softmax_attention
 from gmmlib.attention import AttentionHead, Head, PromptBatch, attention_weights
 
@@ -188,3 +193,37 @@ def test_attention_head_is_the_trainable_twin_of_head():
     np.testing.assert_allclose(out, linear_attention(Z, Q, *head), rtol=1e-12)
     with pytest.raises(TypeError, match="head"):
         AttentionHead.from_head((head.U, head.V))
+
+
+def test_numpy_modules_do_not_import_torch():
+    """Only the training side imports torch (1.5 s of every chapter that does): the rest of gmmlib,
+    finite-prompt attention on numpy inputs included, runs without it."""
+    torch_side = {"training", "lda_torch", "_torch_head"}
+    modules = sorted(m.name for m in pkgutil.iter_modules(gmmlib.__path__) if m.name not in torch_side)
+    code = ("import sys, numpy as np\n"
+            + "".join(f"import gmmlib.{m}\n" for m in modules)
+            + "from gmmlib import softmax_attention, linear_attention\n"
+            + "z = np.ones((3, 2)); softmax_attention(z, z, np.eye(2), np.eye(2)); linear_attention(z, z, np.eye(2), np.eye(2))\n"
+            + "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", f"a numpy-side module of gmmlib imports torch: {modules}"
+    loaded = subprocess.run([sys.executable, "-c", "from gmmlib.attention import AttentionHead; print(AttentionHead.__module__)"],
+                            capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "gmmlib.attention"
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, batched=st.booleans(), chunk=st.integers(1, 12), scale=st.sampled_from([1.0, 30.0, 1e200]))
+def test_numpy_and_torch_are_one_formula(seed, batched, chunk, scale):
+    """The same inputs as numpy arrays and as tensors give the same attention (streamed in chunks,
+    queries shared across a batch, and tilts beyond the float range)."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(3, 11, 2) if batched else (11, 2))
+    Q, U, V = rng.normal(size=(4, 2)), scale * rng.normal(size=(2, 2)), rng.normal(size=(3, 2))
+    for fn in (softmax_attention, linear_attention):
+        kw = {"chunk_size": chunk} if fn is softmax_attention else {}
+        if fn is linear_attention and scale > 1e100:
+            continue  # its output overflows: refused (numpy) or inf (torch), as test_extremes checks
+        ours = fn(Z, Q, U, V, **kw)
+        theirs = fn(*(torch.from_numpy(np.array(x)) for x in (Z, Q, U, V)), **kw)
+        np.testing.assert_allclose(theirs.numpy(), ours, rtol=1e-12, atol=1e-12 * (1 + np.abs(ours).max()))
