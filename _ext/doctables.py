@@ -45,8 +45,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence[nodes.Node | str]], wid
 
 
 # ----------------------------------------------------------------- generated lists
-# The figure index, the exercise index and the instructors' kit are lists built once every page
-# has been read. Their directives leave a placeholder (its ``kind`` names the list); the pages
+# The verification ledger, the figure index, the exercise index and the instructors' kit are
+# built once every page has been read. Their directives leave a placeholder (its ``kind`` names the list); the pages
 # holding one are re-read at every build, and the placeholder is replaced when the doctree is
 # resolved.
 DOCS_KEY = "generated_list_docs"
@@ -85,12 +85,20 @@ def register_generated(app: Sphinx, lists: dict[str, tuple[str, Render]]) -> Non
     def reread(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
         return sorted(getattr(env, DOCS_KEY, set()))
 
+    def purge(app: Sphinx, env: Any, docname: str) -> None:  # the page is read again (or gone)
+        getattr(env, DOCS_KEY, set()).discard(docname)
+
+    def merge(app: Sphinx, env: Any, docnames: Any, other: Any) -> None:  # parallel reads
+        setattr(env, DOCS_KEY, getattr(env, DOCS_KEY, set()) | getattr(other, DOCS_KEY, set()))
+
     def resolve(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
         for ph in list(doctree.findall(generated_placeholder)):
             if ph["kind"] in renderers:
                 ph.replace_self(renderers[ph["kind"]](app, fromdoc))
 
     app.connect("env-get-outdated", reread)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
     app.connect("doctree-resolved", resolve)
 
 

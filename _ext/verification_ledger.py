@@ -38,12 +38,11 @@ from sphinx.util.nodes import make_refnode
 from gmmlib.checks import LEDGER_ENV, MAX_DETECTABLE  # one definition of each (gmmlib is installed)
 
 from doctables import para as _para  # _ext/ is on the path of local extensions
-from doctables import table
+from doctables import register_generated, table
 
 logger = logging.getLogger(__name__)
 
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
-LEDGER_DOC_KEY = "verification_ledger_docs"
 
 
 def method_category(method: str) -> str:
@@ -80,20 +79,6 @@ def load_entries(folder: Path) -> list[dict[str, Any]]:
     return entries
 
 
-class ledger_placeholder(nodes.General, nodes.Element):
-    """Replaced by the ledger's content once every chapter has executed."""
-
-
-class LedgerDirective(SphinxDirective):
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        docs = getattr(self.env, LEDGER_DOC_KEY, set())
-        docs.add(self.env.docname)
-        setattr(self.env, LEDGER_DOC_KEY, docs)
-        return [ledger_placeholder()]
-
-
 class UncheckedDirective(SphinxDirective):
     """``{unchecked} <claim label>`` with the reason as content."""
 
@@ -120,13 +105,11 @@ def _purge(app: Sphinx, env: Any, docname: str) -> None:
     notes = getattr(env, "verification_unchecked", {})
     for label in [k for k, v in notes.items() if v["docname"] == docname]:
         del notes[label]
-    getattr(env, LEDGER_DOC_KEY, set()).discard(docname)
 
 
 def _merge(app: Sphinx, env: Any, docnames: Any, other: Any) -> None:
     env.verification_unchecked = {**getattr(env, "verification_unchecked", {}),
                                   **getattr(other, "verification_unchecked", {})}
-    setattr(env, LEDGER_DOC_KEY, getattr(env, LEDGER_DOC_KEY, set()) | getattr(other, LEDGER_DOC_KEY, set()))
 
 
 def _on_init(app: Sphinx) -> None:
@@ -134,9 +117,6 @@ def _on_init(app: Sphinx) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     os.environ[LEDGER_ENV] = str(folder)  # the kernels of this build inherit it
 
-
-def _always_reread_ledger(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
-    return sorted(getattr(env, LEDGER_DOC_KEY, set()))
 
 
 def _claims(app: Sphinx) -> dict[str, dict[str, Any]]:
@@ -189,10 +169,8 @@ def _claim_link(app: Sphinx, fromdoc: str, label: str, chapter_doc: str) -> node
     return make_refnode(builder, fromdoc, chapter_doc, label, nodes.Text(label))
 
 
-def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    placeholders = list(doctree.findall(ledger_placeholder))
-    if not placeholders:
-        return
+def _render(app: Sphinx, docname: str) -> list[nodes.Node]:
+    """The ledger page's content: the summary, then one table of checks per chapter."""
     grouped = _chapter_entries(app)
     all_entries = [e for entries in grouped.values() for e in entries]
     claims = _claims(app)
@@ -265,9 +243,7 @@ def _render(app: Sphinx, doctree: nodes.document, docname: str) -> None:
                            "negative control: the wrong answer it rejects"],
                           rows, [12, 26, 20, 16, 9, 17])
         content.append(section)
-
-    for ph in placeholders:
-        ph.replace_self(content)
+    return content
 
 
 def _finish(app: Sphinx, exception: Exception | None) -> None:
@@ -316,13 +292,10 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.add_node(ledger_placeholder)
-    app.add_directive("verification-ledger", LedgerDirective)
+    register_generated(app, {"verification-ledger": ("ledger", _render)})  # rendered once all pages are read
     app.add_directive("unchecked", UncheckedDirective)
     app.connect("builder-inited", _on_init)
-    app.connect("env-get-outdated", _always_reread_ledger)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
-    app.connect("doctree-resolved", _render)
     app.connect("build-finished", _finish)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
