@@ -28,19 +28,17 @@ Each check
 * prints a one-line verdict when it holds,
 * raises :class:`CheckFailed` (an ``AssertionError``) with a readable message when it does
   not, so that the executed build fails,
-* and records an entry (chapter, claim label, value, reference, tolerance and its
-  justification, method, verdict) in the book's verification ledger: a JSON file per
-  chapter under ``_build/ledger/`` of the book's root (found by walking up from the
-  working directory to ``_toc.yml``), or in memory only when the chapter runs outside
-  the repository (Colab, Binder without the repository).
+* and carries its record (chapter, claim label, value, reference, tolerance and its
+  justification, method, controls, verdict) in the cell's output, as the MIME type
+  :data:`MIME_TYPE` beside the HTML and plain-text verdict: a front end (Jupyter, Colab) shows
+  the verdict, and the book's build collects the records of every executed or cached
+  notebook into the verification ledger (``bookkit.ledger``). ``Ledger.entries`` holds them
+  in the kernel.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,15 +58,16 @@ __all__ = [
     "Control",
     "Ledger",
     "MAX_DETECTABLE",
-    "find_book_root",
+    "MIME_TYPE",
     "glue",
 ]
 
-LEDGER_ENV = "GMMLIB_LEDGER_DIR"
 #: A check from random draws must detect a relative error of the claim this large (10 %).
 MAX_DETECTABLE = 0.10
 #: The relative address of the verification ledger page from a chapter's page.
 LEDGER_PAGE = "ledger.html"
+#: The MIME type of a check's record in its cell's output (a JSON object, :meth:`CheckResult.record`).
+MIME_TYPE = "application/vnd.gmmlib.check+json"
 
 
 class CheckFailed(AssertionError):
@@ -157,6 +156,10 @@ class CheckResult:
     def __str__(self) -> str:
         return self.verdict()
 
+    def record(self) -> dict[str, Any]:
+        """The ledger's entry for this check: a JSON object (what ``ledger.json`` lists)."""
+        return {**asdict(self), "controls": [dict(c) for c in self.controls]}
+
 
 class _Shown:
     """Displays a verdict once (HTML with a link to the ledger, or plain text)."""
@@ -166,6 +169,9 @@ class _Shown:
 
     def _repr_html_(self) -> str:
         return self.result._repr_html_()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {MIME_TYPE: self.result.record()}  # carried beside the html and plain verdict
 
     def __repr__(self) -> str:
         return self.result.verdict()
@@ -182,15 +188,6 @@ def _show(result: CheckResult) -> None:
         print(result.verdict())
     else:
         display(_Shown(result))
-
-
-def find_book_root(start: str | os.PathLike | None = None) -> Path | None:
-    """The nearest directory at or above ``start`` (default: the working directory) holding ``_toc.yml``."""
-    here = Path(start or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "_toc.yml").is_file():
-            return folder
-    return None
 
 
 def _scalar(x: Any, name: str) -> float:
@@ -229,38 +226,18 @@ class Ledger:
     ----------
     chapter : str
         The chapter's document name (e.g. ``"01_infinite_prompt_limit"``).
-    directory : str or Path or None, optional
-        Where to write ``<chapter>.json``. By default ``$GMMLIB_LEDGER_DIR`` if set, else
-        ``_build/ledger`` under the book's root, else nowhere (in memory only).
     require_control : bool
         Refuse a check that names no :class:`Control` (default; the book's chapters always
         pass one). ``False`` only for scratch work outside the book.
     """
 
     chapter: str
-    directory: str | os.PathLike | None = None
     entries: list[CheckResult] = field(default_factory=list)
     require_control: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.chapter, str) or not self.chapter:
             raise ValueError("chapter must be a non-empty string naming the chapter")
-        if self.directory is None:
-            env = os.environ.get(LEDGER_ENV)
-            root = find_book_root()
-            if env:
-                self.directory = Path(env)
-            elif root is not None:
-                self.directory = root / "_build" / "ledger"
-        self._write()  # a fresh run of the chapter starts a fresh ledger file
-
-    # ------------------------------------------------------------------ storage
-    @property
-    def path(self) -> Path | None:
-        """The JSON file this ledger writes, or ``None`` when it keeps the entries in memory."""
-        if self.directory is None:
-            return None
-        return Path(self.directory) / f"{self.chapter}.json"
 
     @property
     def last(self) -> CheckResult:
@@ -269,19 +246,9 @@ class Ledger:
             raise IndexError("no check has been recorded yet")
         return self.entries[-1]
 
-    def _write(self) -> None:
-        path = self.path
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps([asdict(e) for e in self.entries], indent=1))
-        tmp.replace(path)
-
     def _record(self, result: CheckResult) -> None:
         result = CheckResult(**{**asdict(result), "index": len(self.entries) + 1})
         self.entries.append(result)
-        self._write()
         _show(result)
         if result.passed:
             return

@@ -44,10 +44,9 @@ def chapter_cells(path: Path, cell_type: str | None = None) -> list[tuple[int, s
 
 
 def load_repo_module(folder: str, name: str) -> ModuleType:
-    """Import ``REPO/folder/name.py`` (a script or a Sphinx extension, not a package) as ``name``.
+    """Import ``REPO/folder/name.py`` (a script, not a package) as ``name``.
 
-    The folder is on ``sys.path`` meanwhile, as it is for the build (local extensions import
-    ``doctables``) and for the scripts (they import ``nbrun``).
+    The folder is on ``sys.path`` meanwhile, as it is for the scripts (they import ``nbrun``).
     """
     spec = importlib.util.spec_from_file_location(name, REPO / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)

@@ -1,4 +1,4 @@
-"""The check helpers: verdicts, negative controls, failures, ledger files and tolerance helpers.
+"""The check helpers: verdicts, negative controls, failures, the records a check displays, tolerances.
 
 One argument order everywhere: the claim first, the evidence second; a control replaces the
 claim; a check returns nothing; a random check states the error it detects and fails above
@@ -6,8 +6,6 @@ MAX_DETECTABLE.
 """
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
@@ -17,8 +15,8 @@ from gmmlib.checks import (MAX_DETECTABLE, CheckFailed, CheckResult, Control, Es
 from gmmlib.seeding import SEED_ENV, Seeds, base_seed
 
 
-def test_ledger_records_controls_and_writes(tmp_path, capsys):
-    led = Ledger("01_test", directory=tmp_path)
+def test_ledger_records_controls(capsys):
+    led = Ledger("01_test")
     led.close(1.0 + 1e-13, 1.0, atol=1e-12, claim="eq-a", what="x", method="closed form", why="round-off",
               control=Control("off by 1e-9", 1.0 + 1e-9))
     led.within_se(0.51, 0.5, 0.01, claim="thm-b", what="mean", method="Monte Carlo, n=100",
@@ -28,7 +26,7 @@ def test_ledger_records_controls_and_writes(tmp_path, capsys):
               control=[Control("chance", 0.5), Control("a bound of 0.95", 0.95, replaces="bound")])
     out = capsys.readouterr().out
     assert out.count("✔") == 4 and "rejects off by 1e-9" in out
-    data = json.loads((tmp_path / "01_test.json").read_text())
+    data = [e.record() for e in led.entries]
     assert [e["claim"] for e in data] == ["eq-a", "thm-b", "thm-c", "thm-c"]
     assert [e["index"] for e in data] == [1, 2, 3, 4]
     assert all(e["passed"] for e in data)
@@ -48,12 +46,11 @@ def test_ledger_records_controls_and_writes(tmp_path, capsys):
         lambda led: led.close(np.nan, 1.0, atol=1.0, claim="c", what="w", method="m", why="y"),
     ],
 )
-def test_failures_raise_and_are_recorded(tmp_path, call):
-    led = Ledger("02_test", directory=tmp_path, require_control=False)
+def test_failures_raise_and_are_recorded(call):
+    led = Ledger("02_test", require_control=False)
     with pytest.raises(CheckFailed, match=r"\[c\]"):
         call(led)
-    data = json.loads((tmp_path / "02_test.json").read_text())
-    assert data[-1]["passed"] is False
+    assert led.last.passed is False and led.last.record()["passed"] is False
 
 
 @pytest.mark.parametrize(
@@ -65,16 +62,16 @@ def test_failures_raise_and_are_recorded(tmp_path, call):
         lambda led, c: led.above(0.9, 0.8, claim="c", what="w", method="m", why="y", control=c(0.85)),
     ],
 )
-def test_a_control_that_passes_fails_the_check(tmp_path, call):
-    led = Ledger("03_test", directory=tmp_path)
+def test_a_control_that_passes_fails_the_check(call):
+    led = Ledger("03_test")
     with pytest.raises(CheckFailed, match="cannot tell the claim from a wrong answer"):
         call(led, lambda v: Control("a weak wrong answer", v))
-    data = json.loads((tmp_path / "03_test.json").read_text())
-    assert data[-1]["passed"] is False and data[-1]["controls"][0]["rejected"] is False
+    data = led.last.record()
+    assert data["passed"] is False and data["controls"][0]["rejected"] is False
 
 
-def test_a_check_needs_a_tolerance_and_a_control(tmp_path):
-    led = Ledger("04_test", directory=tmp_path, require_control=True)
+def test_a_check_needs_a_tolerance_and_a_control():
+    led = Ledger("04_test", require_control=True)
     with pytest.raises(TypeError, match="control"):
         led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y")
     with pytest.raises(ValueError, match="tolerance"):
@@ -116,7 +113,7 @@ def test_replicates_and_monte_carlo_mean_write_their_why():
     assert est.se.shape == (3,) and est.k > 4 and "7 degrees of freedom" in est.why
     mc = monte_carlo_mean(rng.normal(size=(10_000, 2)))
     assert "10,000 i.i.d. draws" in mc.why and "Bonferroni over 2 entries" in mc.why
-    led = Ledger("05_test", directory=None)
+    led = Ledger("05_test")
     led.within_se(np.zeros(2), mc, claim="c", what="mean zero", scale=1.0,
                   control=Control("mean 0.2", np.full(2, 0.2)))
     with pytest.raises(ValueError, match="at least 100"):
@@ -140,8 +137,8 @@ def test_seeds_are_named_streams_and_follow_the_environment(monkeypatch):
 
 
 # ---------------------------------------------------------------- the one API (issue 20, item 7)
-def test_checks_return_nothing_and_ledger_last_is_the_result(tmp_path):
-    led = Ledger("06_test", directory=tmp_path)
+def test_checks_return_nothing_and_ledger_last_is_the_result():
+    led = Ledger("06_test")
     with pytest.raises(IndexError):
         _ = led.last
     out = led.close(2.0, 2.0 + 1e-12, atol=1e-10, claim="c", what="w", method="m", why="y",
@@ -156,8 +153,8 @@ def test_checks_return_nothing_and_ledger_last_is_the_result(tmp_path):
     assert [e.index for e in led.entries] == [1, 2, 3, 4] and led.last is led.entries[-1]
 
 
-def test_controls_replace_the_claim_by_default(tmp_path):
-    led = Ledger("07_test", directory=tmp_path)
+def test_controls_replace_the_claim_by_default():
+    led = Ledger("07_test")
     # claim 1.0 against evidence 1.0 ± 0.1: the control's 2.0 is compared with the evidence 1.0
     led.close(1.0, 1.0, atol=0.1, claim="c", what="w", method="m", why="y", control=Control("doubled", 2.0))
     c = led.last.controls[0]
@@ -172,8 +169,8 @@ def test_controls_replace_the_claim_by_default(tmp_path):
 
 
 def test_require_control_is_the_default():
-    assert Ledger("08_test", directory=None).require_control is True
-    led = Ledger("08_test", directory=None)
+    assert Ledger("08_test").require_control is True
+    led = Ledger("08_test")
     for call in (lambda: led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y"),
                  lambda: led.within_se(1.0, 1.0, 0.1, claim="c", what="w", method="m"),
                  lambda: led.below(0.1, 0.2, claim="c", what="w", method="m", why="y"),
@@ -181,7 +178,7 @@ def test_require_control_is_the_default():
         with pytest.raises(TypeError, match="control=Control"):
             call()
     assert led.entries == []
-    scratch = Ledger("08_test", directory=None, require_control=False)
+    scratch = Ledger("08_test", require_control=False)
     scratch.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y")
     assert scratch.last.passed and scratch.last.controls == ()
 
@@ -189,7 +186,7 @@ def test_require_control_is_the_default():
 def test_within_se_refuses_the_estimate_first():
     rng = np.random.default_rng(1)
     est = replicates(rng.normal(1.0, 0.01, size=(10,)))
-    led = Ledger("09_test", directory=None)
+    led = Ledger("09_test")
     with pytest.raises(TypeError, match="claim first"):
         led.within_se(est, 1.0, claim="c", what="w", control=Control("2", 2.0))
     with pytest.raises(ValueError, match="without a standard error"):
@@ -211,23 +208,22 @@ def test_estimate_indexes_value_error_and_se():
     assert scalar_err[2].value == 2.0 and scalar_err[2].error == 0.5 and scalar_err[2].se is None
 
 
-def test_detectable_error_of_within_se(tmp_path):
-    led = Ledger("10_test", directory=tmp_path)
+def test_detectable_error_of_within_se():
+    led = Ledger("10_test")
     # claim 1.0, estimate 1.01, se 0.01, k = 4: a shift of the claim by more than
     # k·se + |v − e| = 0.04 + 0.01 is rejected, relative to |claim| = 1: 5 %
     led.within_se(1.0, 1.01, 0.01, claim="c", what="w", method="m", control=Control("1.2", 1.2))
     assert led.last.detectable == pytest.approx(0.05)
     assert led.last.random and "detects a 5.0% error" in led.last.comparison
-    data = json.loads((tmp_path / "10_test.json").read_text())
-    assert data[-1]["detectable"] == pytest.approx(0.05)  # ledger.json carries it
+    assert led.last.record()["detectable"] == pytest.approx(0.05)  # ledger.json carries it
     # deterministic checks have no detectable error
     led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y", control=Control("2", 2.0))
     assert led.last.detectable is None and not led.last.random
 
 
-def test_a_random_check_that_cannot_see_10_percent_fails(tmp_path):
+def test_a_random_check_that_cannot_see_10_percent_fails():
     assert MAX_DETECTABLE == 0.10
-    led = Ledger("11_test", directory=tmp_path)
+    led = Ledger("11_test")
     # se = 0.05, k = 4: half-width 0.2 on a claim of 1: detects only a 20 % error
     with pytest.raises(CheckFailed, match="too weak.*20.0%"):
         led.within_se(1.0, 1.0, 0.05, claim="c", what="w", method="m", control=Control("2", 2.0))
@@ -237,10 +233,10 @@ def test_a_random_check_that_cannot_see_10_percent_fails(tmp_path):
     assert led.last.passed and led.last.detectable == pytest.approx(0.1)
 
 
-def test_close_with_a_random_estimate_states_its_power(tmp_path):
+def test_close_with_a_random_estimate_states_its_power():
     samples = 1.0 + np.random.default_rng(3).normal(0, 0.001, size=(5_000,))
     mc = monte_carlo_mean(samples)
-    led = Ledger("12_test", directory=tmp_path)
+    led = Ledger("12_test")
     led.close(1.0, mc, claim="c", what="w", control=Control("1.1", 1.1))
     bound = float(mc.error)
     assert led.last.detectable == pytest.approx(bound + abs(1.0 - float(mc.value)))
@@ -250,8 +246,8 @@ def test_close_with_a_random_estimate_states_its_power(tmp_path):
     assert led.last.detectable is None
 
 
-def test_a_zero_claim_needs_scale(tmp_path):
-    led = Ledger("13_test", directory=tmp_path)
+def test_a_zero_claim_needs_scale():
+    led = Ledger("13_test")
     with pytest.raises(ValueError, match="scale="):
         led.within_se(0.0, 0.001, 0.01, claim="c", what="w", method="m", control=Control("1", 1.0))
     led.within_se(0.0, 0.001, 0.01, claim="c", what="w", method="m", scale=1.0, control=Control("1", 1.0))
@@ -299,16 +295,31 @@ def test_glue_in_a_kernel_without_a_front_end_displays_nothing(capsys):
     assert capsys.readouterr().out == ""
 
 
-def test_the_ledger_page_states_each_checks_power(monkeypatch):
-    """_ext/verification_ledger.py: the "smallest error it detects" cell of a ledger row."""
-    from .conftest import REPO, load_repo_module
+def test_the_ledger_page_states_each_checks_power():
+    """bookkit.ledger: the "smallest error it detects" cell of a ledger row."""
+    from bookkit import ledger
 
-    monkeypatch.syspath_prepend(str(REPO / "_ext"))
-    ext = load_repo_module("_ext", "verification_ledger")
-    assert ext.detects({"detectable": None}) == "deterministic"
-    assert ext.detects({"detectable": 0.042}) == "random: 4.2%"
-    assert ext.detects({"detectable": 0.2}) == "random: 20.0% — above the book's 10%"
-    assert ext.MAX_DETECTABLE is MAX_DETECTABLE
+    assert ledger.detects({"detectable": None}) == "deterministic"
+    assert ledger.detects({"detectable": 0.042}) == "random: 4.2%"
+    assert ledger.detects({"detectable": 0.2}) == "random: 20.0% — above the book's 10%"
+
+
+def test_a_verdict_carries_its_record_beside_the_html_and_text():
+    """What a front end receives: the verdict as html and text, the record as MIME_TYPE (JSON)."""
+    import json
+
+    from IPython.core.formatters import DisplayFormatter
+
+    from gmmlib.checks import MIME_TYPE, _Shown
+
+    led = Ledger("14_test")
+    led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y",
+              control=Control("2", 2.0))
+    bundle, _ = DisplayFormatter().format(_Shown(led.last))
+    assert {"text/html", "text/plain", MIME_TYPE} <= set(bundle)
+    assert "✔" in bundle["text/plain"] and "check-14_test-1" in bundle["text/html"]
+    assert json.loads(json.dumps(bundle[MIME_TYPE])) == led.last.record()
+    assert bundle[MIME_TYPE]["claim"] == "c" and bundle[MIME_TYPE]["index"] == 1
 
 
 def test_converged_quadrature_round_off_grows_with_the_number_of_terms():

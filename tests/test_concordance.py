@@ -1,7 +1,7 @@
 """The concordance with the papers: every numbered result and figure has a row, every row a real label.
 
 These tests read the sources (no build needed); the strict build checks the same through
-``_ext/concordance.py`` and writes ``_build/concordance.json`` (tested in test_built_book.py).
+``bookkit/concordance.py`` and writes ``_build/concordance.json`` (tested in test_built_book.py).
 """
 
 from __future__ import annotations

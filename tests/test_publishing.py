@@ -543,9 +543,7 @@ def _mini_build(tmp_path: Path, students: bool) -> str:
     src.mkdir()
     (src / "index.md").write_text(STUDENT_PAGE, encoding="utf-8")
     (src / "conf.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(ROOT / '_ext')!r})\n"
-        "extensions = ['myst_nb', 'sphinx_exercise', 'book_variants']\n"
+        "extensions = ['myst_nb', 'sphinx_exercise', 'bookkit.variants']\n"
         "nb_execution_mode = 'off'\n"
         "myst_enable_extensions = ['colon_fence']\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOOK_")}
@@ -577,7 +575,7 @@ def test_make_book_reuses_unchanged_chapters_and_ci_executes_all():
     assert "BOOK_EXECUTE=cache" in book and "BOOK_EXECUTE" not in strict
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert config["execute"]["execute_notebooks"] == "force", "CI and make test execute everything"
-    assert "book_variants" in config["sphinx"]["local_extensions"]
+    assert "bookkit.variants" in config["sphinx"]["extra_extensions"]
     assert "jupyter-cache" in _pins(ROOT / "requirements.txt")[0]
 
 
@@ -598,7 +596,8 @@ def test_instructor_pages_and_the_erratum_form_exist():
 
 
 def test_reading_time_counts_words_equations_and_shown_code():
-    kit = load_repo_module("_ext", "instructor_kit")
+    from bookkit import instructors as kit
+
     text = ("---\njupytext: {}\n---\n# Title words\n\nOne two three $x$ four.\n\n$$\na = b\n$$\n\n"
             "```{code-cell}\nx = 1\ny = 2\n```\n\n```{code-cell}\n:tags: [remove-cell]\n\nz = 3\n```\n")
     counts = kit.source_counts(text)
@@ -618,7 +617,8 @@ def test_citation_names_an_entity_that_bibtex_keeps_whole():
     zenodo = json.loads((ROOT / ".zenodo.json").read_text(encoding="utf-8"))
     assert [c["name"] for c in zenodo["creators"]] == names
     assert "version" not in zenodo, "Zenodo takes the version from the release's tag"
-    edition = load_repo_module("_ext", "book_edition")
+    from bookkit import edition
+
     info = edition.edition(ROOT)
     record = edition.bibtex(info)
     assert f"{{{{{names[0]}}}}}" in record, "the author is braced: one name, not a person"

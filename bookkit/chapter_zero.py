@@ -1,0 +1,34 @@
+"""Chapter zero: the Toolkit's equations, figures, lemmas and exercises are numbered "0.n".
+
+The Toolkit (``book/00_toolkit``) sits in an unnumbered part of ``_toc.yml`` so that the
+chapters after it keep the numbers 1 to 10; Sphinx would number what it holds "(1)",
+"Lemma 1", which a reader takes for Chapter 1's. Once Sphinx has assigned the numbers, a 0 is
+prefixed to every number of the pages in ``chapter_zero_docs``, wherever shown or referred to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+from bookkit import internals
+
+
+def _prefix_zero(app: Sphinx, env: Any) -> list[str]:
+    for doc in app.config.chapter_zero_docs:
+        fignumbers, secnumber = internals.numbers(env, doc)
+        if secnumber:
+            continue  # the page is numbered after all: Sphinx's numbers stand
+        for numbers in fignumbers.values():
+            for key, number in numbers.items():
+                if number and number[0] != 0:
+                    numbers[key] = (0, *number)
+    return []
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("chapter_zero_docs", ["book/00_toolkit"], "env")
+    # after Sphinx's TocTreeCollector has assigned the numbers (default priority 500)
+    app.connect("env-get-updated", _prefix_zero, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,172 @@
+"""The book's edition (gmmlib's version, its git tag) in its pages: substitutions, links, BibTeX.
+
+The version is ``__version__`` in ``gmmlib/__init__.py``, the repository ``repository.url`` in
+``_config.yml``, title, authors and year ``CITATION.cff``. From them, for ``book/intro.md``:
+the substitutions ``{{ edition }}`` (``0.3.0``), ``{{ edition_tag }}`` (``v0.3.0``) and
+``{{ edition_statement }}``; ``{edition-links}`` (the source at the tag, the release, a chapter
+in Colab and on Binder); ``{edition-bibtex}`` (the record, its author braced so that BibTeX
+reads one name). A development version (``0.3.0.dev0``) says so: its links point at the
+branch, its record cites the commit (``@misc``), every page's footer says it is no edition.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.util.docutils import SphinxDirective
+
+from bookkit import toc
+from bookkit.pages import para
+
+COLAB = "https://colab.research.google.com/github"
+BINDER = "https://mybinder.org/v2/gh"
+
+
+def read_version(root: Path) -> str:
+    tree = ast.parse((root / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "__version__":
+            return str(ast.literal_eval(node.value))
+    raise ValueError("gmmlib/__init__.py has no __version__")
+
+
+def _commit(root: Path) -> str:
+    """The commit the pages are built from (``""`` outside a git checkout)."""
+    try:
+        run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return run.stdout.strip() if run.returncode == 0 else ""
+
+
+def edition(root: Path) -> dict[str, str]:
+    """Everything the intro says about this edition, read from the files that own it."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    cff = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8"))
+    url = str(config["repository"]["url"]).rstrip("/")
+    owner, repo = url.split("/")[-2:]
+    version = read_version(root)
+    dev = ".dev" in version
+    branch = str(config["repository"].get("branch", "main"))
+    tag = branch if dev else f"v{version}"
+    chapters = toc.chapters(root)
+    chapter = f"{chapters[0].docname}.ipynb" if chapters else "book/intro.md"
+    authors = " and ".join(a.get("name") or f"{a.get('family-names')}, {a.get('given-names')}"
+                           for a in cff.get("authors", []))
+    commit = _commit(root) if dev else ""
+    changelog = root / "CHANGELOG.md"
+    released = re.findall(r"^## (\d+\.\d+\.\d+) — ", changelog.read_text(encoding="utf-8"),
+                          re.M) if changelog.exists() else []
+    if dev:
+        where = f"the branch {branch}" + (f" at commit {commit[:12]}" if commit else "")
+        statement = (f"the development version {version} of the book, built from {where} of "
+                     "its repository: not an edition, its text and code can still change")
+    else:
+        statement = f"edition {version} of the book, the git tag {tag} of its repository"
+    return {
+        "version": version, "tag": tag, "url": url, "owner": owner, "repo": repo,
+        "chapter": chapter, "title": str(cff["title"]), "authors": authors,
+        "year": str(cff.get("date-released", ""))[:4] or str(dt.date.today().year),
+        "site": f"https://{owner}.github.io/{repo}/", "development": "1" if dev else "",
+        "commit": commit, "statement": statement, "latest": next(iter(released), ""),
+    }
+
+
+def _set_substitutions(app: Sphinx, config: Config) -> None:
+    info = edition(Path(app.srcdir))
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    for key, value in (("edition", "version"), ("edition_tag", "tag"),
+                       ("edition_statement", "statement")):
+        subs.setdefault(key, info[value])
+    config.myst_substitutions = subs
+    if info["development"]:
+        options = dict(getattr(config, "html_theme_options", None) or {})
+        options["extra_footer"] = (f"{options.get('extra_footer', '')} Development version "
+                                   f"{info['version']}, not an edition.").strip()
+        config.html_theme_options = options
+
+
+def _item(text: str, url: str) -> nodes.list_item:
+    # the text is the address without its scheme: the theme shortens a github.com link whose
+    # text is its address to "owner/repo", which would hide the tag
+    return nodes.list_item("", para(text, nodes.reference("", url.split("://", 1)[-1],
+                                                          refuri=url, internal=False)))
+
+
+class EditionLinks(SphinxDirective):
+    """A list of this edition's links (source, release, Colab, Binder)."""
+
+    def run(self) -> list[nodes.Node]:
+        e = edition(Path(self.env.srcdir))
+        tag, url, chapter = e["tag"], e["url"], e["chapter"]
+        colab = f"{COLAB}/{e['owner']}/{e['repo']}/blob/{tag}/{chapter}"
+        binder = f"{BINDER}/{e['owner']}/{e['repo']}/{tag}?urlpath=tree/{chapter}"
+        if e["development"]:
+            items = [(f"The text and code of the development version (branch {tag}): ",
+                      f"{url}/tree/{tag}"),
+                     ("The released editions, each with its PDF, verification ledger and HTML "
+                      "(pin one of these for a course): ", f"{url}/releases"),
+                     (f"A chapter in Colab (gmmlib installed from {tag}): ", colab)]
+        else:
+            items = [("The text and code of this edition: ", f"{url}/tree/{tag}"),
+                     ("Its release, with the PDF, the verification ledger and the HTML: ",
+                      f"{url}/releases/tag/{tag}"),
+                     ("A chapter of this edition in Colab (gmmlib installed from the same "
+                      "tag): ", colab)]
+        items.append(("The same chapter on Binder: ", binder))
+        return [nodes.bullet_list("", *(_item(text, link) for text, link in items))]
+
+
+def bibtex(e: dict[str, str]) -> str:
+    """The BibTeX record of the edition ``e`` (:func:`edition`); the author is braced so that
+    an entity stays one name."""
+    fields = {"author": f"{{{e['authors']}}}", "title": e["title"].replace("Gaussian", "{G}aussian")}
+    if e["development"]:
+        kind, key = "misc", "softmax_gmm_book_dev_" + (e["commit"][:7] or "main")
+        commit = f", commit {e['commit'][:12]}" if e["commit"] else ""
+        fields.update(howpublished=f"Development version {e['version']}", year=e["year"],
+                      url=f"{e['url']}/tree/{e['commit'] or e['tag']}",
+                      note=f"Development version {e['version']}{commit}, not a released "
+                      "edition. Text CC BY 4.0, code MIT")
+    else:
+        kind, key = "book", "softmax_gmm_book_" + e["tag"].replace(".", "_")
+        fields.update(edition=e["version"], year=e["year"], publisher="GitHub",
+                      url=f"{e['url']}/tree/{e['tag']}",
+                      note=f"Edition {e['version']} (git tag {e['tag']}). Text CC BY 4.0, code MIT")
+    width = max(map(len, fields))
+    body = ",\n".join(f"  {k:<{width}} = {{{v}}}" for k, v in fields.items())
+    return f"@{kind}{{{key},\n{body}\n}}"
+
+
+class EditionBibtex(SphinxDirective):
+    """A BibTeX record of this edition (of the commit, for a development version)."""
+
+    def run(self) -> list[nodes.Node]:
+        e = edition(Path(self.env.srcdir))
+        out: list[nodes.Node] = []
+        if e["development"]:
+            out.append(para("For a citation that stays valid, cite a released edition (the "
+                            "repository's releases and CHANGELOG.md list them; each has its own "
+                            "record on its pages). This development version is cited by its "
+                            "commit:"))
+        text = bibtex(e)
+        # copied whole: long URLs wrap softly in the page (book.css), never scroll
+        out.append(nodes.literal_block(text, text, language="bibtex", classes=["edition-bibtex"]))
+        return out
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", _set_substitutions)
+    app.add_directive("edition-links", EditionLinks)
+    app.add_directive("edition-bibtex", EditionBibtex)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

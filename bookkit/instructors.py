@@ -1,0 +1,160 @@
+"""The instructors' page (book/instructors.md): chapter plan, reading rates, homework by kind.
+
+``{chapter-plan}``: a row per chapter with its prerequisites (the chapters its
+"**Prerequisites**" paragraph references), its reading time (prose at
+:data:`WORDS_PER_MINUTE`, :data:`MINUTES_PER_EQUATION` per displayed equation, shown code at
+:data:`CODE_LINES_PER_MINUTE`), its lectures (one up to :data:`MINUTES_PER_LECTURE` minutes of
+reading, else two) and how long its code ran in this build (myst-nb's execution record).
+``{reading-rates}`` states those rates; ``{homework-exercises}`` groups the exercises by the
+kind their title gives (``Warm-up (★)``, ``Derivation (★★)``, ...). Nothing is typed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import jupytext
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+from bookkit import internals, toc
+from bookkit.pages import exercise_item, exercises, page_link, para, register_generated, table
+
+WORDS_PER_MINUTE = 120        # careful reading of mathematical prose
+MINUTES_PER_EQUATION = 1.0    # a displayed equation is read, not skimmed
+CODE_LINES_PER_MINUTE = 15    # code shown in the page
+MINUTES_PER_LECTURE = 60      # reading time that one 90-minute lecture covers
+KINDS = [
+    ("Warm-up", "In class or as a self-check (★)"),
+    ("Derivation", "Homework: derivations (★★)"),
+    ("Computation", "Homework: computations, run in the chapter's notebook (★★)"),
+    ("Open problem", "Projects (★★★)"),
+]
+HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+
+
+class ReadingRates(SphinxDirective):
+    def run(self) -> list[nodes.Node]:
+        return [para(
+            f"Reading times assume {WORDS_PER_MINUTE} words of prose a minute, "
+            f"{MINUTES_PER_EQUATION:g} minute per displayed equation and "
+            f"{CODE_LINES_PER_MINUTE} lines of shown code a minute; a chapter of up to "
+            f"{MINUTES_PER_LECTURE} minutes of reading makes one 90-minute lecture, a longer one "
+            "two. They are computed from each chapter's source when the book is built, as are "
+            "the run times, which come from the build's execution record (the execution-status "
+            "appendix).")]
+
+
+def source_counts(text: str) -> dict[str, int]:
+    """Words of prose, displayed equations and shown code lines of a MyST notebook source."""
+    words = equations = code = 0
+    for cell in jupytext.reads(text, fmt="md:myst").cells:
+        if cell.cell_type == "code":
+            if not HIDDEN_TAGS & set(cell.metadata.get("tags", [])):
+                code += sum(1 for line in cell.source.splitlines() if line.strip())
+            continue
+        lines, i = cell.source.splitlines(), 0
+        while i < len(lines):
+            line = lines[i].strip()
+            i += 1
+            if line.startswith(("$$", "```{math}")):
+                equations += 1
+                closer = "$$" if line.startswith("$$") else "```"
+                if closer == "$$" and line.endswith("$$") and len(line) > 2:
+                    continue
+                while i < len(lines) and not lines[i].strip().startswith(closer) \
+                        and not lines[i].strip().endswith(closer):
+                    i += 1
+                i += 1
+            elif not (line.startswith(("```", ":::", "+++", "(")) or re.match(r"^:[\w-]+:", line)):
+                prose = re.sub(r"\$[^$]+\$", " x ", line)              # inline math: one word
+                prose = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", prose)  # roles: their text
+                words += len(re.findall(r"[^\W\d_][\w'’-]*", prose))
+    return {"words": words, "equations": equations, "code_lines": code}
+
+
+def reading_minutes(counts: dict[str, int]) -> float:
+    return (counts["words"] / WORDS_PER_MINUTE + counts["equations"] * MINUTES_PER_EQUATION
+            + counts["code_lines"] / CODE_LINES_PER_MINUTE)
+
+
+def lectures(minutes: float) -> int:
+    return 1 if minutes <= MINUTES_PER_LECTURE else 2
+
+
+def _labels(app: Sphinx, chapters: list[str]) -> dict[str, str]:
+    """``{label: chapter}`` for every label a chapter defines (Sphinx's and the proofs')."""
+    env = app.env
+    found = {k: v[0] for k, v in env.get_domain("std").data.get("labels", {}).items()}
+    found |= {k: v[0] for k, v in env.get_domain("math").data.get("objects", {}).items()}
+    found |= {k: v["docname"] for k, v in internals.proofs(env).items()}
+    return {k: d for k, d in found.items() if d in chapters}
+
+
+def _prerequisites(app: Sphinx, fromdoc: str, doc: str, text: str,
+                   labels: dict[str, str]) -> list[nodes.Node]:
+    """Links to the chapters that the chapter's **Prerequisites** paragraph references."""
+    found = re.search(r"\*\*Prerequisites?[.:]?\*\*:?(.*?)(?:\n\s*\n|\Z)", text, re.S)
+    if not found:
+        return [nodes.Text("not stated")]
+    refs = re.findall(r"\{(?:ref|numref|prf:ref|eq)\}`(?:[^`<]*<)?([\w-]+)>?`", found.group(1))
+    out: list[nodes.Node] = []
+    for target in dict.fromkeys(labels[r] for r in refs if labels.get(r, doc) != doc):
+        number = ".".join(map(str, internals.numbers(app.env, target)[1]))
+        out += [nodes.Text(", ")] if out else []
+        out.append(page_link(app, fromdoc, target, f"Ch. {number}" if number else None))
+    return out or [nodes.Text("background only (see the chapter)")]
+
+
+def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    chapters = [p.docname for p in toc.chapters(app.srcdir)]
+    labels, rows = _labels(app, chapters), []
+    total_read = total_run = 0.0
+    total_lectures = 0
+    for doc in chapters:
+        text = Path(app.env.doc2path(doc)).read_text(encoding="utf-8")
+        counts = source_counts(text)
+        minutes = reading_minutes(counts)
+        record = internals.exec_data(app.env, doc)
+        runtime = record.get("runtime")
+        timed = isinstance(runtime, (int, float))
+        run = (f"{runtime:.0f} s" if timed else "not executed") + (
+            " (failed)" if record and not record.get("succeeded", True) else "")
+        total_read += minutes
+        total_run += runtime if timed else 0.0
+        total_lectures += lectures(minutes)
+        number = ".".join(map(str, internals.numbers(app.env, doc)[1]))
+        rows.append([
+            para(page_link(app, fromdoc, doc, f"{number} {app.env.titles[doc].astext()}".strip()
+                           if doc in app.env.titles else None)),
+            para(*_prerequisites(app, fromdoc, doc, text, labels)),
+            f"{math.ceil(minutes)} min ({counts['words']} words, {counts['equations']} "
+            f"equations, {counts['code_lines']} code lines)",
+            str(lectures(minutes)), run])
+    rows.append([para(nodes.strong(text="The book")), "", f"{math.ceil(total_read)} min",
+                 str(total_lectures), f"{total_run:.0f} s"])
+    return [table(["Chapter", "Prerequisites", "Reading time", "Lectures", "Run time"], rows,
+                  [30, 22, 28, 8, 12], classes=("instructor-plan",))]
+
+
+def _homework(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    groups: dict[str, list] = defaultdict(list)
+    for entry in exercises(app):
+        groups[next((k for k, _ in KINDS if entry[3].startswith(k)), "")].append(entry)
+    out: list[nodes.Node] = []
+    for kind, heading in [*KINDS, ("", "Not yet classified (no kind in the title)")]:
+        if groups.get(kind):
+            out += [para(nodes.strong(text=f"{heading}: {len(groups[kind])}")),
+                    nodes.bullet_list("", *(exercise_item(app, fromdoc, *e) for e in groups[kind]))]
+    return out or [para("The book has no exercises yet.")]
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    register_generated(app, {"chapter-plan": _plan, "homework-exercises": _homework})
+    app.add_directive("reading-rates", ReadingRates)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,243 @@
+"""The verification ledger: every check's record, read from the chapters' outputs, on one page.
+
+A check cell (:class:`gmmlib.checks.Ledger`) displays its verdict with its record beside it,
+as the MIME type :data:`gmmlib.checks.MIME_TYPE`. An executed notebook, or one served from
+jupyter-cache, thus carries its own checks: :class:`CheckRecords` (a myst-nb mime renderer,
+entry point ``myst_nb.mime_renderers`` in ``pyproject.toml``) keeps each record in the
+doctree, and :class:`LedgerCollector` holds them per page. This extension provides
+``{unchecked} <label>`` (a note saying why a claim is not checked numerically) and
+``{verification-ledger}`` (totals, then a table per chapter, each claim linked), writes
+``_build/ledger.json`` and ``_build/ledger_claims.json``, and warns (an error under ``-W``) on
+a claim with neither a check nor a note, a control not rejected, a random check that cannot
+see a 10 % error, or a failed check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.environment.collectors import EnvironmentCollector
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
+
+from bookkit import internals
+from bookkit.pages import link, page_link, para, register_generated, table, title
+from gmmlib.checks import MAX_DETECTABLE, MIME_TYPE
+
+logger = logging.getLogger(__name__)
+CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
+
+
+class check_record(nodes.General, nodes.Element):
+    """A check's record (``node["record"]``), taken out of the doctree once collected."""
+
+
+class CheckRecords:
+    """myst-nb mime renderer: a check's record becomes a :class:`check_record` node; it is
+    never the output shown (its priority is None, so the html or text verdict is)."""
+
+    mime_priority_overrides = [("*", MIME_TYPE, None)]
+
+    @staticmethod
+    def handle_mime(renderer: Any, data: Any, inline: bool) -> list[nodes.Element] | None:
+        if data.mime_type != MIME_TYPE or inline:
+            return None
+        content = data.content if isinstance(data.content, dict) else json.loads(data.string)
+        return [check_record(record=json.loads(json.dumps(content)))]
+
+
+class LedgerCollector(EnvironmentCollector):
+    """Per page: the records of its checks (``env.ledger_checks``) and its ``{unchecked}`` notes
+    (``env.ledger_unchecked``, ``{label: {docname, reason}}``)."""
+
+    def clear_doc(self, app: Sphinx, env: Any, docname: str) -> None:
+        _checks(env).pop(docname, None)
+        notes = _unchecked(env)
+        for label in [k for k, v in notes.items() if v["docname"] == docname]:
+            del notes[label]
+
+    def merge_other(self, app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
+        _checks(env).update({d: r for d, r in _checks(other).items() if d in docnames})
+        _unchecked(env).update({k: v for k, v in _unchecked(other).items()
+                                if v["docname"] in docnames})
+
+    def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
+        found = list(doctree.findall(check_record))
+        if found:
+            _checks(app.env)[app.env.docname] = [n["record"] for n in found]
+        for n in found:
+            n.parent.remove(n)
+
+
+def _checks(env: Any) -> dict[str, list[dict[str, Any]]]:
+    if not hasattr(env, "ledger_checks"):
+        env.ledger_checks = {}
+    return env.ledger_checks
+
+
+def _unchecked(env: Any) -> dict[str, dict[str, str]]:
+    if not hasattr(env, "ledger_unchecked"):
+        env.ledger_unchecked = {}
+    return env.ledger_unchecked
+
+
+class UncheckedDirective(SphinxDirective):
+    """``{unchecked} <claim label>`` with the reason as content."""
+
+    required_arguments = 1
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        label, reason = self.arguments[0], " ".join(self.content).strip()
+        if not reason:
+            raise self.error("{unchecked} needs a reason as its content")
+        _unchecked(self.env)[label] = {"docname": self.env.docname, "reason": reason}
+        box = nodes.admonition(classes=["note", "ledger-unchecked"])
+        box += nodes.title(text="Not checked numerically")
+        self.state.nested_parse(self.content, self.content_offset, box)
+        return [nodes.target("", "", ids=[f"unchecked-{label}"]), box]
+
+
+def method_category(method: str) -> str:
+    """Group the free-text ``method`` of a check into the categories the ledger counts."""
+    m = method.lower()
+    for category, words in [
+        ("trained model or optimisation", ("train", "sgd", "adam", "gradient descent",
+                                           "gradient flow")),
+        ("Monte Carlo", ("monte carlo", "prompt", "simulation", "sampled")),
+        ("quadrature", ("quadrature",)),
+        ("independent computation", ("scipy", "numpy.linalg", "independent", "tweedie",
+                                     "finite difference")),
+    ]:
+        if any(w in m for w in words):
+            return category
+    return "closed form"
+
+
+def detects(entry: dict[str, Any]) -> str:
+    """The "smallest error it detects" cell: the relative error a random check sees."""
+    d = entry.get("detectable")
+    if d is None:
+        return "deterministic"
+    return f"random: {d:.1%}" + ("" if d <= MAX_DETECTABLE else
+                                 f" — above the book's {MAX_DETECTABLE:.0%}")
+
+
+def claims(env: Any) -> dict[str, dict[str, str]]:
+    """Every theorem, proposition, lemma and corollary of the book."""
+    return {k: v for k, v in internals.proofs(env).items() if v["kind"] in CLAIM_TYPES}
+
+
+def entries(env: Any) -> dict[str, list[dict[str, Any]]]:
+    """The records of this build's checks, by page, pages in order."""
+    return {d: r for d, r in sorted(_checks(env).items()) if d in env.found_docs}
+
+
+def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    """The ledger page's content: the summary, then one table of checks per chapter."""
+    env, grouped = app.env, entries(app.env)
+    every = [e for es in grouped.values() for e in es]
+    book_claims, notes = claims(env), _unchecked(env)
+    checked = {e["claim"] for e in every}
+    n_pass = sum(bool(e["passed"]) for e in every)
+    random = [e["detectable"] for e in every if e.get("detectable") is not None]
+    controls = [c for e in every for c in e.get("controls") or []]
+    methods = Counter(method_category(e["method"]) for e in every).most_common()
+    summary = table(
+        ["chapter", "checks", "passed", "claims checked", "claims with a note instead"],
+        [[para(page_link(app, fromdoc, doc)), str(len(es)), str(sum(e["passed"] for e in es)),
+          str(len({e["claim"] for e in es})),
+          str(sum(v["docname"] == doc for v in notes.values()))] for doc, es in grouped.items()]
+        + [["all chapters", str(len(every)), str(n_pass), str(len(checked)), str(len(notes))]],
+        [40, 12, 12, 16, 20])
+    content: list[nodes.Node] = [para(
+        f"This build ran {len(every)} checks, of which {n_pass} passed, covering "
+        f"{len(checked)} claims in {len(grouped)} chapters; "
+        f"{sum(c in checked for c in book_claims)} of the book's {len(book_claims)} theorems, "
+        "propositions, lemmas and corollaries are checked numerically and "
+        f"{sum(c not in checked and c in notes for c in book_claims)} carry a note saying why "
+        "not. Every check names a wrong answer that the same comparison must reject (its "
+        f"negative control): {sum(bool(c['rejected']) for c in controls)} of {len(controls)} "
+        "controls were rejected. By method: " + ", ".join(f"{k} {v}" for k, v in methods)
+        + f". {len(random)} checks compare with random evidence (Monte Carlo, finite prompts, "
+        "training from random starts); each states the smallest relative error of its claim "
+        f"that it would detect, and fails when that exceeds {MAX_DETECTABLE:.0%}"
+        + (f" (largest in this build: {max(random):.1%})." if random else ".")), summary]
+    for doc, es in grouped.items():
+        section = nodes.section(ids=[f"ledger-{doc.split('/')[-1]}"], names=[f"ledger {doc}"])
+        section += nodes.title(text=title(app, doc))
+        section += para("Chapter: ", page_link(app, fromdoc, doc))
+        rows = []
+        for e in es:
+            claim = para("✔ " if e["passed"] else "✘ FAILED ", link(app, fromdoc, e["claim"])
+                         or make_refnode(app.builder, fromdoc, doc, e["claim"],
+                                         nodes.Text(e["claim"])))
+            claim.insert(0, nodes.target("", "", ids=[f"check-{e['chapter']}-{e['index']}"]))
+            what = para(e["what"] + " — ", nodes.emphasis(text=e["method"]))
+            tested = "; ".join(f"{'rejects' if c['rejected'] else 'DOES NOT REJECT'} "
+                               f"{c['name']}: {c['margin']}" for c in e.get("controls") or [])
+            rows.append([claim, what, e["comparison"], e["why"], detects(e), tested or "none"])
+        section += table(["claim", "what is compared — how the reference was obtained", "result",
+                          "why this tolerance", "smallest error it detects",
+                          "negative control: the wrong answer it rejects"],
+                         rows, [12, 26, 20, 16, 9, 17])
+        content.append(section)
+    return content
+
+
+def _warn(text: str, subtype: str) -> None:
+    logger.warning(f"verification ledger: {text}", type="ledger", subtype=subtype)
+
+
+def _finish(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    every = [e for es in entries(app.env).values() for e in es]
+    build = Path(app.outdir).parent
+    (build / "ledger.json").write_text(json.dumps(every, indent=1), encoding="utf-8")
+    notes, counts = _unchecked(app.env), Counter(e["claim"] for e in every)
+    listing = [{"label": label, "kind": info["kind"], "docname": info["docname"],
+                "checks": counts.get(label, 0),
+                "unchecked_reason": notes.get(label, {}).get("reason")}
+               for label, info in sorted(claims(app.env).items())]
+    (build / "ledger_claims.json").write_text(json.dumps(listing, indent=1), encoding="utf-8")
+    for item in listing:
+        if item["checks"] == 0 and not item["unchecked_reason"]:
+            _warn(f"{item['kind']} '{item['label']}' in {item['docname']} has no check and no "
+                  "{unchecked} note saying why", "incomplete")
+    for label in sorted(set(notes) - {i["label"] for i in listing}):
+        _warn(f"{{unchecked}} names an unknown claim '{label}'", "unknown")
+    for e in every:
+        where = f"a check of '{e['claim']}' in {e['chapter']}"
+        if not e.get("controls"):
+            _warn(f"{where} names no negative control (a wrong answer the same comparison must "
+                  "reject)", "no-control")
+        elif not all(c["rejected"] for c in e["controls"]):
+            _warn(f"{where} does not reject its negative control", "weak-control")
+        if e.get("detectable") is not None and e["detectable"] > MAX_DETECTABLE:
+            _warn(f"a random check of '{e['claim']}' in {e['chapter']} detects only a "
+                  f"{e['detectable']:.1%} error (the book asks for {MAX_DETECTABLE:.0%})",
+                  "weak-power")
+        if not e["passed"]:
+            _warn(f"{where} failed", "failed")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    if not any(ep.value == f"{__name__}:CheckRecords"
+               for ep in entry_points(group="myst_nb.mime_renderers")):
+        raise ExtensionError("bookkit.ledger: the myst_nb.mime_renderers entry point is not "
+                             "registered; install the book with `pip install -e .`")
+    app.add_node(check_record)
+    app.add_directive("unchecked", UncheckedDirective)
+    app.add_env_collector(LedgerCollector)
+    register_generated(app, {"verification-ledger": _render})
+    app.connect("build-finished", _finish)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

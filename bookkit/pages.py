@@ -1,0 +1,139 @@
+"""What the generated pages share: tables, links to the book's labels, lists filled once all is read.
+
+The ledger, the concordance, the figure and exercise lists and the instructors' tables are
+built once every page has been read: their directives leave a :class:`generated` placeholder,
+the pages holding one are read again at every build, and the placeholder is replaced when the
+page's doctree is resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from docutils import nodes
+from docutils.nodes import make_id  # as Sphinx forms equation ids (lower case)
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
+
+from bookkit import internals, toc
+
+
+def para(*children: nodes.Node | str) -> nodes.paragraph:
+    """A paragraph of text and nodes."""
+    p = nodes.paragraph()
+    for c in children:
+        p += nodes.Text(c) if isinstance(c, str) else c
+    return p
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[nodes.Node | str]], widths: Sequence[int],
+          classes: Sequence[str] = ("ledger-table",)) -> nodes.table:
+    """A table with a header row; a cell is a paragraph node, or text wrapped in one."""
+    group = nodes.tgroup("", *(nodes.colspec(colwidth=w) for w in widths), cols=len(header))
+    group += nodes.thead("", nodes.row("", *(nodes.entry("", para(h)) for h in header)))
+    group += nodes.tbody("", *(nodes.row("", *(
+        nodes.entry("", c if isinstance(c, nodes.paragraph) else para(c)) for c in cells))
+        for cells in rows))
+    return nodes.table("", group, classes=list(classes))
+
+
+def title(app: Sphinx, doc: str) -> str:
+    return app.env.titles[doc].astext() if doc in app.env.titles else doc
+
+
+def page_link(app: Sphinx, fromdoc: str, doc: str, text: str | None = None,
+              strong: bool = False) -> nodes.Node:
+    """A link to a page, its title as text unless given."""
+    text = title(app, doc) if text is None else text
+    return make_refnode(app.builder, fromdoc, doc, "",
+                        nodes.strong(text=text) if strong else nodes.Text(text))
+
+
+def number(numbers: Sequence[int]) -> str:
+    return ".".join(map(str, numbers))
+
+
+def link(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
+    """A link to a label of the book with its number ("Theorem 3.2", "Equation (4.1)",
+    "Figure 5.3", or a section's title), or ``None`` when the book has no such label."""
+    env = app.env
+    claims = internals.proofs(env)
+    if label in claims:
+        info = claims[label]
+        got = internals.numbers(env, info["docname"])[0].get(info["countertype"], {}).get(label)
+        text = f"{info['kind'].title()} {number(got or ())}".strip()
+        return make_refnode(app.builder, fromdoc, info["docname"], label, nodes.Text(text))
+    equations = env.get_domain("math").data.get("objects", {})
+    if label in equations:
+        doc, target = equations[label][0], make_id(f"equation-{label}")
+        got = internals.numbers(env, doc)[0].get("displaymath", {}).get(target)
+        text = f"Equation ({number(got)})" if got else f"Equation {label}"
+        return make_refnode(app.builder, fromdoc, doc, target, nodes.Text(text))
+    std = env.get_domain("std").data
+    if label in std.get("anonlabels", {}):
+        doc, target = std["anonlabels"][label]
+        got = internals.numbers(env, doc)[0].get("figure", {}).get(target)
+        text = (f"Figure {number(got)}" if got
+                else std.get("labels", {}).get(label, (None, None, ""))[2] or label)
+        return make_refnode(app.builder, fromdoc, doc, target, nodes.Text(text))
+    return None
+
+
+def toc_order(app: Sphinx) -> dict[str, int]:
+    """The position of each page in ``_toc.yml``."""
+    return {p.docname: i for i, p in enumerate(toc.pages(app.srcdir))}
+
+
+def exercises(app: Sphinx) -> list[tuple[str, str, tuple[int, ...], str]]:
+    """Every exercise as ``(docname, label, number, title)``, in the book's order."""
+    order, out = toc_order(app), []
+    for e in internals.exercises(app.env):
+        num = internals.numbers(app.env, e["docname"])[0].get("exercise", {}).get(e["label"], ())
+        out.append((e["docname"], e["label"], tuple(num), e["title"]))
+    return sorted(out, key=lambda e: (order.get(e[0], 10**6), e[0], e[2]))
+
+
+def exercise_item(app: Sphinx, fromdoc: str, doc: str, label: str, num: tuple[int, ...],
+                  text: str) -> nodes.list_item:
+    """A list item "Exercise 3.2 — title" linked to the exercise."""
+    p = para(make_refnode(app.builder, fromdoc, doc, label,
+                          nodes.Text(f"Exercise {number(num)}".strip())))
+    if text:
+        p += nodes.Text(f" — {text}")
+    return nodes.list_item("", p)
+
+
+class generated(nodes.General, nodes.Element):
+    """Stands where a generated list goes until every page has been read."""
+
+
+DOCS = "bookkit_generated_docs"  # the pages holding a placeholder, read again at every build
+Render = Callable[[Sphinx, str], list[nodes.Node]]
+
+
+def register_generated(app: Sphinx, lists: dict[str, Render]) -> None:
+    """Register generated lists: ``{directive name: render(app, fromdoc) -> nodes}``."""
+    app.add_node(generated, override=True)
+    for name in lists:
+        app.add_directive(name, type(f"Generated_{name}", (SphinxDirective,), {
+            "run": lambda self, name=name: _placeholder(self, name)}))
+
+    def resolve(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
+        for ph in list(doctree.findall(generated)):
+            if ph["kind"] in lists:
+                ph.replace_self(lists[ph["kind"]](app, fromdoc))
+
+    app.connect("doctree-resolved", resolve)
+    app.connect("env-get-outdated", lambda app, env, *a: sorted(getattr(env, DOCS, set())))
+    app.connect("env-purge-doc", lambda app, env, doc: getattr(env, DOCS, set()).discard(doc))
+    app.connect("env-merge-info", lambda app, env, docs, other: setattr(
+        env, DOCS, getattr(env, DOCS, set()) | getattr(other, DOCS, set())))
+
+
+def _placeholder(directive: SphinxDirective, kind: str) -> list[nodes.Node]:
+    docs = getattr(directive.env, DOCS, set())
+    docs.add(directive.env.docname)
+    setattr(directive.env, DOCS, docs)
+    return [generated(kind=kind)]

@@ -1,0 +1,171 @@
+"""The build machinery: the ledger follows the pages under cached builds; the internals it reads.
+
+Each test builds a tiny book in a temporary folder (a few seconds of kernel time each).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+JB = Path(sys.executable).parent / "jupyter-book"
+
+CHAPTER = """\
+---
+jupytext:
+  text_representation: {{format_name: myst}}
+kernelspec: {{display_name: Python 3, language: python, name: python3}}
+---
+# Chapter {n}
+
+```{{prf:theorem}}
+:label: thm-{n}
+
+One is one.
+```
+
+```{{code-cell}}
+import os
+from gmmlib.checks import Control, Ledger
+ledger = Ledger("0{n}_ch")
+ledger.close(1.0, 1.0, atol=1e-9, claim="thm-{n}", what=f"{what} in kernel {{os.getpid()}}",
+             method="closed form", why="round-off", control=Control("two", 2.0))
+```
+
+```{{code-cell}}
+print(ledger.summary())
+```
+"""
+
+
+def _book(folder: Path) -> None:
+    """Two chapters with a check each and the ledger page, under the book's own configuration
+    (its execution, parsing and Sphinx settings; only the extensions the ledger needs)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    ours = ["sphinx_proof", "bookkit.ledger", "bookkit.variants", "bookkit.execution"]
+    sphinx_config = {k: v for k, v in config["sphinx"]["config"].items()  # of these extensions
+                     if not k.startswith(("html_", "autodoc_", "napoleon_", "bibtex_"))}
+    small = {"title": "tiny", "only_build_toc_files": True, "execute": config["execute"],
+             "parse": config["parse"],
+             "sphinx": {"extra_extensions": ours, "config": sphinx_config}}
+    assert set(ours) <= set(config["sphinx"]["extra_extensions"])
+    (folder / "book").mkdir(parents=True)
+    (folder / "_config.yml").write_text(yaml.safe_dump(small), encoding="utf-8")
+    (folder / "_toc.yml").write_text(textwrap.dedent("""\
+        format: jb-book
+        root: intro
+        parts:
+          - caption: Chapters
+            numbered: true
+            chapters: [{file: book/01_ch}, {file: book/02_ch}, {file: book/ledger}]
+        """), encoding="utf-8")
+    (folder / "intro.md").write_text("# Tiny\n", encoding="utf-8")
+    (folder / "book" / "ledger.md").write_text("# Ledger\n\n```{verification-ledger}\n```\n")
+    for n in (1, 2):
+        (folder / "book" / f"0{n}_ch.md").write_text(CHAPTER.format(n=n, what="first"))
+
+
+def _build(folder: Path) -> tuple[list[dict], str]:
+    env = {**os.environ, "BOOK_EXECUTE": "cache"}
+    run = subprocess.run([str(JB), "build", str(folder), "-W", "-n", "--keep-going"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    build = folder / "_build"
+    html = (build / "html" / "book" / "ledger.html").read_text(encoding="utf-8")
+    return json.loads((build / "ledger.json").read_text(encoding="utf-8")), html
+
+
+@pytest.mark.skipif(not JB.exists(), reason="jupyter-book is not installed next to this Python")
+def test_the_ledger_follows_the_pages_under_cached_builds(tmp_path):
+    _book(tmp_path)
+    first, html = _build(tmp_path)
+    assert [e["claim"] for e in first] == ["thm-1", "thm-2"]
+    assert all(e["passed"] and e["what"].startswith("first") for e in first)
+    assert "This build ran 2 checks, of which 2 passed" in html
+    chapter = tmp_path / "book" / "02_ch.md"
+    chapter.write_text(chapter.read_text().replace('what=f"first', 'what=f"second'))
+    second, html = _build(tmp_path)
+    assert second[0] == first[0], "chapter 1 is unchanged: served from the cache, same record"
+    assert second[1]["what"].startswith("second") and second[1]["what"] != first[1]["what"]
+    assert second[1]["what"] in html and first[1]["what"] not in html
+    assert not (tmp_path / "_build" / "ledger").exists()
+
+
+PAGE = """\
+---
+jupytext:
+  text_representation: {format_name: myst}
+kernelspec: {display_name: Python 3, language: python, name: python3}
+---
+# Page
+
+```{prf:lemma}
+:label: lem-a
+
+A lemma.
+```
+
+```{figure} pic.png
+:name: fig-a
+
+A figure.
+```
+
+```{exercise} Warm-up (★)
+:label: ex-a
+
+An exercise.
+```
+
+```{solution} ex-a
+An answer.
+```
+
+```{code-cell}
+x = 1
+```
+"""
+
+
+def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
+    """Sphinx, sphinx-proof, sphinx-exercise and myst-nb: an upgrade that moves one fails here,
+    naming the package and its version (bookkit.internals raises InternalsChanged)."""
+    from sphinx.application import Sphinx
+
+    from bookkit import internals
+
+    (tmp_path / "index.md").write_text("# Book\n\n```{toctree}\n:numbered:\npage\n```\n")
+    (tmp_path / "page.md").write_text(PAGE)
+    (tmp_path / "pic.png").write_bytes(b"")
+    (tmp_path / "conf.py").write_text(
+        "extensions = ['myst_nb', 'sphinx_proof', 'sphinx_exercise']\nnumfig = True\n"
+        "nb_execution_mode = 'force'\nsuppress_warnings = ['image.not_readable']\n")
+    app = Sphinx(tmp_path, tmp_path, tmp_path / "_build", tmp_path / "_doctrees", "html",
+                 status=None, warning=None, freshenv=True)
+    app.build()
+    env = app.env
+    figures, section = internals.numbers(env, "page")
+    assert section == (1,) and figures["figure"] == {"fig-a": (1, 1)}, \
+        f"sphinx {version('sphinx')}: env.toc_fignumbers / toc_secnumbers"
+    assert internals.proofs(env) == {"lem-a": {"docname": "page", "kind": "lemma",
+                                               "countertype": "lemma"}}, \
+        f"sphinx-proof {version('sphinx-proof')}: env.proof_list"
+    assert figures["exercise"] == {"ex-a": (1, 1)}
+    exercise = {"label": "ex-a", "docname": "page", "title": "Warm-up (★)"}
+    assert internals.exercises(env) == [exercise], \
+        f"sphinx-exercise {version('sphinx-exercise')}: env.sphinx_exercise_registry"
+    solutions = internals.solution_nodes()
+    assert any(isinstance(n, solutions) for n in env.get_doctree("page").findall()), \
+        f"sphinx-exercise {version('sphinx-exercise')}: its solution nodes"
+    record = internals.exec_data(env, "page")
+    assert record["succeeded"] is True and record["runtime"] >= 0, \
+        f"myst-nb {version('myst-nb')}: the execution record"
