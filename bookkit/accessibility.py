@@ -9,8 +9,6 @@ kept. Sphinx writes the bibliography as a list whose entries have the deprecated
 ``tests/test_browser.py`` runs axe-core on every page and checks every figure's alt text.
 """
 
-from __future__ import annotations
-
 import re
 import unicodedata
 from typing import Any

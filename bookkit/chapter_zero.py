@@ -6,8 +6,6 @@ chapters after it keep the numbers 1 to 10; Sphinx would number what it holds "(
 prefixed to every number of the pages in ``chapter_zero_docs``, wherever shown or referred to.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from sphinx.application import Sphinx

@@ -1,16 +1,10 @@
 """The concordance with the papers: ``{paper}`` credits a paper's result where the book uses it.
 
-* ``{paper} <bibkey> <result>``, next to a result or figure of the book that comes from (or
-  corresponds to) a numbered result or figure of a paper, with ``:book:`` (the book's labels,
-  comma-separated), ``:status:`` (``reproduced``, ``extended``, ``differs``, ``not-covered``)
-  and a sentence saying what the book does with it: a small "In the paper" note.
-* ``{concordance}``: one table per paper of ``book/paper_results.yml``, each of its results in
-  the paper's order with the book's labels (linked), the status and the note.
-* ``_build/concordance.json``, and a warning (an error under ``-W``) for a result of the
-  registry without a row, a row naming a result the registry lacks, or an unknown label.
+``{paper} <bibkey> <result>`` (``:book:`` labels, ``:status:`` reproduced, extended, differs or
+not-covered, and what the book does with it) makes an "In the paper" note; ``{concordance}`` a
+table per paper of ``book/paper_results.yml``, in the paper's order. ``_build/concordance.json``
+is written; a result without a row, a row the registry lacks, an unknown label are warned about.
 """
-
-from __future__ import annotations
 
 import json
 from pathlib import Path
@@ -39,9 +33,7 @@ def load_registry(srcdir: str | Path) -> dict[str, Any]:
 
 
 def _rows(env: Any) -> list[dict[str, Any]]:
-    if not hasattr(env, "paper_concordance_rows"):
-        env.paper_concordance_rows = []
-    return env.paper_concordance_rows
+    return env.__dict__.setdefault("paper_concordance_rows", [])
 
 
 class PaperDirective(SphinxDirective):
@@ -106,8 +98,10 @@ def _warn(text: str, subtype: str, location: str | None = None) -> None:
                    location=location)
 
 
-def _check(app: Sphinx, env: Any) -> None:
-    rows = _rows(env)
+def _finish(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out, rows = [], _rows(app.env)
     listed = {(key, item["name"]) for key, paper in load_registry(app.srcdir).items()
               for item in paper["results"]}
     for key, name in sorted(listed - {(r["key"], r["result"]) for r in rows}):
@@ -116,13 +110,6 @@ def _check(app: Sphinx, env: Any) -> None:
         if (r["key"], r["result"]) not in listed:
             _warn(f"{{paper}} {r['key']} {r['result']} in {r['docname']} is not in {REGISTRY}",
                   "unknown", r["docname"])
-
-
-def _finish(app: Sphinx, exception: Exception | None) -> None:
-    if exception is not None or app.builder.format != "html":
-        return
-    out = []
-    for r in _rows(app.env):
         resolved = {lab: link(app, r["docname"], lab) is not None for lab in r["book"]}
         for lab in [lab for lab, ok in resolved.items() if not ok]:
             _warn(f"{{paper}} {r['key']} {r['result']} names the label '{lab}', which the book "
@@ -139,6 +126,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
         env, "paper_concordance_rows", [r for r in _rows(env) if r["docname"] != doc]))
     app.connect("env-merge-info", lambda app, env, docs, other: _rows(env).extend(
         r for r in _rows(other) if r["docname"] in docs))
-    app.connect("env-check-consistency", _check)
     app.connect("build-finished", _finish)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

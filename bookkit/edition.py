@@ -1,17 +1,11 @@
-"""The book's edition (gmmlib's version, its git tag) in its pages: substitutions, links, BibTeX.
+"""The edition (gmmlib's version, its git tag) in the pages: substitutions, links, BibTeX record.
 
-The version is ``__version__`` in ``gmmlib/__init__.py``, the repository ``repository.url`` in
-``_config.yml``, title, authors and year ``CITATION.cff``. From them, for ``book/intro.md``:
-the substitutions ``{{ edition }}`` (``0.3.0``), ``{{ edition_tag }}`` (``v0.3.0``) and
-``{{ edition_statement }}``; ``{edition-links}`` (the source at the tag, the release, a chapter
-in Colab and on Binder); ``{edition-bibtex}`` (the record, its author braced so that BibTeX
-reads one name). A development version (``0.3.0.dev0``) says so: its links point at the
-branch, its record cites the commit (``@misc``), every page's footer says it is no edition.
+From ``gmmlib/__init__.py`` (the version), ``_config.yml`` (the repository) and ``CITATION.cff``:
+``{{ edition }}``, ``{{ edition_tag }}``, ``{{ edition_statement }}``, ``{edition-links}`` and
+``{edition-bibtex}`` for ``book/intro.md``. A development version (``.dev``) says so: links to
+the branch, a ``@misc`` record citing the commit, a footer on every page.
 """
 
-from __future__ import annotations
-
-import ast
 import datetime as dt
 import re
 import subprocess
@@ -32,11 +26,8 @@ BINDER = "https://mybinder.org/v2/gh"
 
 
 def read_version(root: Path) -> str:
-    tree = ast.parse((root / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "__version__":
-            return str(ast.literal_eval(node.value))
-    raise ValueError("gmmlib/__init__.py has no __version__")
+    text = (root / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
+    return re.search(r"^__version__ = [\"']([^\"']+)[\"']", text, re.M).group(1)
 
 
 def _commit(root: Path) -> str:
@@ -44,9 +35,9 @@ def _commit(root: Path) -> str:
     try:
         run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=10)
+        return run.stdout.strip() if run.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""
-    return run.stdout.strip() if run.returncode == 0 else ""
 
 
 def edition(root: Path) -> dict[str, str]:
@@ -64,9 +55,6 @@ def edition(root: Path) -> dict[str, str]:
     authors = " and ".join(a.get("name") or f"{a.get('family-names')}, {a.get('given-names')}"
                            for a in cff.get("authors", []))
     commit = _commit(root) if dev else ""
-    changelog = root / "CHANGELOG.md"
-    released = re.findall(r"^## (\d+\.\d+\.\d+) — ", changelog.read_text(encoding="utf-8"),
-                          re.M) if changelog.exists() else []
     if dev:
         where = f"the branch {branch}" + (f" at commit {commit[:12]}" if commit else "")
         statement = (f"the development version {version} of the book, built from {where} of "
@@ -77,8 +65,7 @@ def edition(root: Path) -> dict[str, str]:
         "version": version, "tag": tag, "url": url, "owner": owner, "repo": repo,
         "chapter": chapter, "title": str(cff["title"]), "authors": authors,
         "year": str(cff.get("date-released", ""))[:4] or str(dt.date.today().year),
-        "site": f"https://{owner}.github.io/{repo}/", "development": "1" if dev else "",
-        "commit": commit, "statement": statement, "latest": next(iter(released), ""),
+        "development": "1" if dev else "", "commit": commit, "statement": statement,
     }
 
 
@@ -130,7 +117,8 @@ class EditionLinks(SphinxDirective):
 def bibtex(e: dict[str, str]) -> str:
     """The BibTeX record of the edition ``e`` (:func:`edition`); the author is braced so that
     an entity stays one name."""
-    fields = {"author": f"{{{e['authors']}}}", "title": e["title"].replace("Gaussian", "{G}aussian")}
+    fields = {"author": f"{{{e['authors']}}}",
+              "title": e["title"].replace("Gaussian", "{G}aussian")}
     if e["development"]:
         kind, key = "misc", "softmax_gmm_book_dev_" + (e["commit"][:7] or "main")
         commit = f", commit {e['commit'][:12]}" if e["commit"] else ""
@@ -142,7 +130,8 @@ def bibtex(e: dict[str, str]) -> str:
         kind, key = "book", "softmax_gmm_book_" + e["tag"].replace(".", "_")
         fields.update(edition=e["version"], year=e["year"], publisher="GitHub",
                       url=f"{e['url']}/tree/{e['tag']}",
-                      note=f"Edition {e['version']} (git tag {e['tag']}). Text CC BY 4.0, code MIT")
+                      note=f"Edition {e['version']} (git tag {e['tag']}). Text CC BY 4.0, "
+                      "code MIT")
     width = max(map(len, fields))
     body = ",\n".join(f"  {k:<{width}} = {{{v}}}" for k, v in fields.items())
     return f"@{kind}{{{key},\n{body}\n}}"
@@ -153,16 +142,12 @@ class EditionBibtex(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         e = edition(Path(self.env.srcdir))
-        out: list[nodes.Node] = []
-        if e["development"]:
-            out.append(para("For a citation that stays valid, cite a released edition (the "
-                            "repository's releases and CHANGELOG.md list them; each has its own "
-                            "record on its pages). This development version is cited by its "
-                            "commit:"))
-        text = bibtex(e)
-        # copied whole: long URLs wrap softly in the page (book.css), never scroll
-        out.append(nodes.literal_block(text, text, language="bibtex", classes=["edition-bibtex"]))
-        return out
+        text = bibtex(e)  # copied whole: long URLs wrap softly in the page (book.css)
+        return [para("For a citation that stays valid, cite a released edition (the "
+                     "repository's releases and CHANGELOG.md list them; each has its own record "
+                     "on its pages). This development version is cited by its commit:")
+                ] * bool(e["development"]) + [
+            nodes.literal_block(text, text, language="bibtex", classes=["edition-bibtex"])]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -1,29 +1,57 @@
-"""The build's kernels run headless, and a cell whose output is a traceback fails the build.
+"""How the chapters execute: cache or force, the students' edition, headless kernels, tracebacks.
 
-myst-nb executes each chapter under ``_config.yml``'s ``execute.timeout`` and
-``raise_on_error``; its error names the notebook and nbclient's the cell. Two things remain:
-
-* ``GMMLIB_HEADLESS=1`` (:data:`gmmlib.plotting.HEADLESS_ENV`) in this process's environment,
-  which the kernels of myst-nb and jupyter-cache inherit, so that
-  :func:`gmmlib.plotting.interactive_figure` shows precomputed frames and makes no widget (with
-  no front end a widget's messages once stalled executions). Neither myst-nb nor nbclient
-  offers a kernel environment or tells a kernel that no front end is attached: this is the
-  one place the build sets it.
-* A cell that replied "ok" but whose output is a traceback (an exception raised while its
-  display was formatted, such as a figure whose label does not parse): nbclient does not
-  raise and myst-nb renders it; here it fails the build, naming the page and the cell.
+``BOOK_EXECUTE=cache`` (``make book``) takes an unchanged chapter from ``_build/.jupyter_cache``
+(keyed on the code cells, not gmmlib: ``make book-fresh`` after changing gmmlib).
+``BOOK_STUDENTS=1`` leaves the solutions out of the pages (sphinx-exercise 1.2.1's
+``hide_solutions`` crashes on solutions holding code). ``GMMLIB_HEADLESS=1`` goes into this
+process's environment, which myst-nb's and jupyter-cache's kernels inherit, so that gmmlib makes
+no widget (none has a front end; their messages once stalled executions): neither myst-nb nor
+nbclient offers a kernel environment or says that no front end is attached. A cell that replied
+"ok" with a traceback as output (its display failed) fails the build, naming page and cell.
 """
 
-from __future__ import annotations
-
 import os
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.config import Config
 from sphinx.errors import ExtensionError
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from bookkit import internals
 from gmmlib.plotting import HEADLESS_ENV
+
+EXECUTE_ENV, STUDENTS_ENV = "BOOK_EXECUTE", "BOOK_STUDENTS"
+MODES = ("force", "cache", "auto", "off", "inline")
+
+
+def students_edition() -> bool:
+    """Whether this build is the students' edition (``BOOK_STUDENTS`` set and not ``0``)."""
+    return os.environ.get(STUDENTS_ENV, "").strip() not in ("", "0")
+
+
+def _configure(app: Sphinx, config: Config) -> None:
+    mode = os.environ.get(EXECUTE_ENV, "").strip()
+    if mode:
+        if mode not in MODES:
+            raise ValueError(f"{EXECUTE_ENV}={mode!r}: expected one of {', '.join(MODES)}")
+        config.nb_execution_mode = mode
+        # one cache for every variant (the students' edition reuses the book's executions)
+        config.nb_execution_cache_path = str(Path(app.srcdir) / "_build" / ".jupyter_cache")
+
+
+class RemoveSolutions(SphinxPostTransform):
+    """Remove every solution node (after sphinx-exercise's own post-transforms, 5-22)."""
+
+    default_priority = 50
+
+    def run(self, **kwargs: Any) -> None:
+        solutions = internals.solution_nodes()
+        for node in list(self.document.findall(lambda n: isinstance(n, solutions))):
+            if students_edition() and node.parent is not None:
+                node.parent.remove(node)
 
 
 def _line(text: str, width: int) -> str:
@@ -48,5 +76,7 @@ def _error_outputs(app: Sphinx, doctree: nodes.document) -> None:
 
 def setup(app: Sphinx) -> dict[str, Any]:
     os.environ[HEADLESS_ENV] = "1"
+    app.connect("config-inited", _configure, priority=900)
+    app.add_post_transform(RemoveSolutions)
     app.connect("doctree-read", _error_outputs)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,18 +1,13 @@
-"""The verification ledger: every check's record, read from the chapters' outputs, on one page.
+"""The verification ledger: the checks' records, read from the chapters' outputs, on one page.
 
-A check cell (:class:`gmmlib.checks.Ledger`) displays its verdict with its record beside it,
-as the MIME type :data:`gmmlib.checks.MIME_TYPE`. An executed notebook, or one served from
-jupyter-cache, thus carries its own checks: :class:`CheckRecords` (a myst-nb mime renderer,
-entry point ``myst_nb.mime_renderers`` in ``pyproject.toml``) keeps each record in the
-doctree, and :class:`LedgerCollector` holds them per page. This extension provides
-``{unchecked} <label>`` (a note saying why a claim is not checked numerically) and
-``{verification-ledger}`` (totals, then a table per chapter, each claim linked), writes
-``_build/ledger.json`` and ``_build/ledger_claims.json``, and warns (an error under ``-W``) on
-a claim with neither a check nor a note, a control not rejected, a random check that cannot
-see a 10 % error, or a failed check.
+A check (:class:`gmmlib.checks.Ledger`) displays its verdict with its record beside it (MIME
+type :data:`gmmlib.checks.MIME_TYPE`), so an executed or cached notebook carries its checks:
+:class:`CheckRecords` (a myst-nb mime renderer, declared in ``pyproject.toml``) keeps them in
+the doctree, :class:`LedgerCollector` per page. ``{verification-ledger}`` renders them,
+``{unchecked} <label>`` says why a claim is not checked; ``_build/ledger.json`` and
+``ledger_claims.json`` are written, and a claim with neither, a control not rejected, a weak
+random check or a failed one is warned about (an error under ``-W``).
 """
-
-from __future__ import annotations
 
 import json
 from collections import Counter
@@ -37,12 +32,11 @@ CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
 
 
 class check_record(nodes.General, nodes.Element):
-    """A check's record (``node["record"]``), taken out of the doctree once collected."""
+    """A check's record (``node["record"]``), until collected."""
 
 
 class CheckRecords:
-    """myst-nb mime renderer: a check's record becomes a :class:`check_record` node; it is
-    never the output shown (its priority is None, so the html or text verdict is)."""
+    """myst-nb mime renderer: a record becomes a node, never the output shown (priority None)."""
 
     mime_priority_overrides = [("*", MIME_TYPE, None)]
 
@@ -55,8 +49,7 @@ class CheckRecords:
 
 
 class LedgerCollector(EnvironmentCollector):
-    """Per page: the records of its checks (``env.ledger_checks``) and its ``{unchecked}`` notes
-    (``env.ledger_unchecked``, ``{label: {docname, reason}}``)."""
+    """Per page: its checks' records and its ``{unchecked}`` notes ``{label: {docname, reason}}``."""
 
     def clear_doc(self, app: Sphinx, env: Any, docname: str) -> None:
         _checks(env).pop(docname, None)
@@ -78,15 +71,11 @@ class LedgerCollector(EnvironmentCollector):
 
 
 def _checks(env: Any) -> dict[str, list[dict[str, Any]]]:
-    if not hasattr(env, "ledger_checks"):
-        env.ledger_checks = {}
-    return env.ledger_checks
+    return env.__dict__.setdefault("ledger_checks", {})
 
 
 def _unchecked(env: Any) -> dict[str, dict[str, str]]:
-    if not hasattr(env, "ledger_unchecked"):
-        env.ledger_unchecked = {}
-    return env.ledger_unchecked
+    return env.__dict__.setdefault("ledger_unchecked", {})
 
 
 class UncheckedDirective(SphinxDirective):
@@ -106,20 +95,15 @@ class UncheckedDirective(SphinxDirective):
         return [nodes.target("", "", ids=[f"unchecked-{label}"]), box]
 
 
+METHODS = {"trained model or optimisation": "train|sgd|adam|gradient descent|gradient flow",
+           "Monte Carlo": "monte carlo|prompt|simulation|sampled", "quadrature": "quadrature",
+           "independent computation": "scipy|numpy.linalg|independent|tweedie|finite difference"}
+
+
 def method_category(method: str) -> str:
     """Group the free-text ``method`` of a check into the categories the ledger counts."""
-    m = method.lower()
-    for category, words in [
-        ("trained model or optimisation", ("train", "sgd", "adam", "gradient descent",
-                                           "gradient flow")),
-        ("Monte Carlo", ("monte carlo", "prompt", "simulation", "sampled")),
-        ("quadrature", ("quadrature",)),
-        ("independent computation", ("scipy", "numpy.linalg", "independent", "tweedie",
-                                     "finite difference")),
-    ]:
-        if any(w in m for w in words):
-            return category
-    return "closed form"
+    return next((k for k, words in METHODS.items()
+                 if any(w in method.lower() for w in words.split("|"))), "closed form")
 
 
 def detects(entry: dict[str, Any]) -> str:

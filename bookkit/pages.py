@@ -1,15 +1,10 @@
-"""What the generated pages share: tables, links to the book's labels, lists filled once all is read.
+"""What the generated pages share: tables, links to the book's labels, lists made once all is read.
 
-The ledger, the concordance, the figure and exercise lists and the instructors' tables are
-built once every page has been read: their directives leave a :class:`generated` placeholder,
-the pages holding one are read again at every build, and the placeholder is replaced when the
-page's doctree is resolved.
+A generated list's directive leaves a placeholder; its page is read again at every build and
+the placeholder is replaced when the page's doctree is resolved, every page having been read.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from docutils import nodes
 from docutils.nodes import make_id  # as Sphinx forms equation ids (lower case)
@@ -40,6 +35,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[nodes.Node | str]], wid
 
 
 def title(app: Sphinx, doc: str) -> str:
+    """A page's title as text (its docname if it has none)."""
     return app.env.titles[doc].astext() if doc in app.env.titles else doc
 
 

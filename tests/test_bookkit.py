@@ -51,7 +51,7 @@ def _book(folder: Path) -> None:
     """Two chapters with a check each and the ledger page, under the book's own configuration
     (its execution, parsing and Sphinx settings; only the extensions the ledger needs)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    ours = ["sphinx_proof", "bookkit.ledger", "bookkit.variants", "bookkit.execution"]
+    ours = ["sphinx_proof", "bookkit.ledger", "bookkit.execution"]
     sphinx_config = {k: v for k, v in config["sphinx"]["config"].items()  # of these extensions
                      if not k.startswith(("html_", "autodoc_", "napoleon_", "bibtex_"))}
     small = {"title": "tiny", "only_build_toc_files": True, "execute": config["execute"],

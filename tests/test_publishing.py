@@ -543,7 +543,7 @@ def _mini_build(tmp_path: Path, students: bool) -> str:
     src.mkdir()
     (src / "index.md").write_text(STUDENT_PAGE, encoding="utf-8")
     (src / "conf.py").write_text(
-        "extensions = ['myst_nb', 'sphinx_exercise', 'bookkit.variants']\n"
+        "extensions = ['myst_nb', 'sphinx_exercise', 'bookkit.execution']\n"
         "nb_execution_mode = 'off'\n"
         "myst_enable_extensions = ['colon_fence']\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOOK_")}
@@ -575,7 +575,7 @@ def test_make_book_reuses_unchanged_chapters_and_ci_executes_all():
     assert "BOOK_EXECUTE=cache" in book and "BOOK_EXECUTE" not in strict
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert config["execute"]["execute_notebooks"] == "force", "CI and make test execute everything"
-    assert "bookkit.variants" in config["sphinx"]["extra_extensions"]
+    assert "bookkit.execution" in config["sphinx"]["extra_extensions"]
     assert "jupyter-cache" in _pins(ROOT / "requirements.txt")[0]
 
 
@@ -596,7 +596,7 @@ def test_instructor_pages_and_the_erratum_form_exist():
 
 
 def test_reading_time_counts_words_equations_and_shown_code():
-    from bookkit import instructors as kit
+    from bookkit import lists as kit
 
     text = ("---\njupytext: {}\n---\n# Title words\n\nOne two three $x$ four.\n\n$$\na = b\n$$\n\n"
             "```{code-cell}\nx = 1\ny = 2\n```\n\n```{code-cell}\n:tags: [remove-cell]\n\nz = 3\n```\n")

@@ -1,15 +1,11 @@
-"""The instructors' page (book/instructors.md): chapter plan, reading rates, homework by kind.
+"""The generated lists: figures, exercises, and the instructors' chapter plan and homework.
 
-``{chapter-plan}``: a row per chapter with its prerequisites (the chapters its
-"**Prerequisites**" paragraph references), its reading time (prose at
-:data:`WORDS_PER_MINUTE`, :data:`MINUTES_PER_EQUATION` per displayed equation, shown code at
-:data:`CODE_LINES_PER_MINUTE`), its lectures (one up to :data:`MINUTES_PER_LECTURE` minutes of
-reading, else two) and how long its code ran in this build (myst-nb's execution record).
-``{reading-rates}`` states those rates; ``{homework-exercises}`` groups the exercises by the
-kind their title gives (``Warm-up (★)``, ``Derivation (★★)``, ...). Nothing is typed.
+``{figure-index}`` and ``{exercise-index}`` list every numbered figure ("Figure 3.2", its
+caption; those in solutions left out of the students' edition) and exercise, by chapter.
+``{chapter-plan}`` gives each chapter's prerequisites (the chapters its "**Prerequisites**"
+paragraph references), reading time (at the rates :func:`ReadingRates` states), lectures and
+run time in this build; ``{homework-exercises}`` groups the exercises by their title's kind.
 """
-
-from __future__ import annotations
 
 import math
 import re
@@ -21,9 +17,54 @@ import jupytext
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
 
 from bookkit import internals, toc
-from bookkit.pages import exercise_item, exercises, page_link, para, register_generated, table
+from bookkit.execution import students_edition
+from bookkit.pages import (exercise_item, exercises, number, page_link, para, register_generated,
+                           table)
+
+def _in_solution(node: nodes.Node, solutions: tuple[type, ...]) -> bool:
+    while node is not None and not isinstance(node, solutions):
+        node = node.parent
+    return node is not None
+
+
+def _figures(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    content: list[nodes.Node] = []
+    total, solutions = 0, internals.solution_nodes()
+    for page in toc.pages(app.srcdir):
+        numbers = internals.numbers(app.env, page.docname)[0].get("figure", {})
+        items = []
+        for fig in app.env.get_doctree(page.docname).findall(nodes.figure) if numbers else ():
+            target = next((i for i in fig["ids"] if i in numbers), None)
+            inside = _in_solution(fig, solutions)
+            if target is None or (inside and students_edition()):
+                continue
+            p = para(make_refnode(app.builder, fromdoc, page.docname, target,
+                                  nodes.Text(f"Figure {number(numbers[target])}")))
+            caption = next(iter(fig.findall(nodes.caption)), None)
+            p += nodes.Text(f" — {' '.join(caption.astext().split())}" if caption else "")
+            p += [nodes.emphasis(text=" (in an exercise's solution)")] if inside else []
+            items.append((numbers[target], nodes.list_item("", p)))
+        if items:
+            total += len(items)
+            content += [para(page_link(app, fromdoc, page.docname, strong=True)),
+                        nodes.bullet_list("", *(i for _, i in sorted(items, key=lambda t: t[0])),
+                                          classes=["figure-index"])]
+    return [para(f"{total} numbered figures in {len(content) // 2} chapters."), *content]
+
+
+def _exercises(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    by_doc: dict[str, list] = defaultdict(list)
+    for entry in exercises(app):
+        by_doc[entry[0]].append(exercise_item(app, fromdoc, *entry))
+    content = [node for doc, items in by_doc.items() for node in (
+        para(page_link(app, fromdoc, doc, strong=True)), nodes.bullet_list("", *items))]
+    total = sum(map(len, by_doc.values()))
+    return [para(f"{total} exercises in {len(by_doc)} chapters, each with a worked solution."),
+            *content]
+
 
 WORDS_PER_MINUTE = 120        # careful reading of mathematical prose
 MINUTES_PER_EQUATION = 1.0    # a displayed equation is read, not skimmed
@@ -39,6 +80,8 @@ HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 
 
 class ReadingRates(SphinxDirective):
+    """The sentence stating the rates of the reading times (the page never types them)."""
+
     def run(self) -> list[nodes.Node]:
         return [para(
             f"Reading times assume {WORDS_PER_MINUTE} words of prose a minute, "
@@ -89,10 +132,9 @@ def lectures(minutes: float) -> int:
 
 def _labels(app: Sphinx, chapters: list[str]) -> dict[str, str]:
     """``{label: chapter}`` for every label a chapter defines (Sphinx's and the proofs')."""
-    env = app.env
-    found = {k: v[0] for k, v in env.get_domain("std").data.get("labels", {}).items()}
-    found |= {k: v[0] for k, v in env.get_domain("math").data.get("objects", {}).items()}
-    found |= {k: v["docname"] for k, v in internals.proofs(env).items()}
+    found = {k: v[0] for domain, key in (("std", "labels"), ("math", "objects"))
+             for k, v in app.env.get_domain(domain).data.get(key, {}).items()}
+    found |= {k: v["docname"] for k, v in internals.proofs(app.env).items()}
     return {k: d for k, d in found.items() if d in chapters}
 
 
@@ -146,15 +188,15 @@ def _homework(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     groups: dict[str, list] = defaultdict(list)
     for entry in exercises(app):
         groups[next((k for k, _ in KINDS if entry[3].startswith(k)), "")].append(entry)
-    out: list[nodes.Node] = []
-    for kind, heading in [*KINDS, ("", "Not yet classified (no kind in the title)")]:
-        if groups.get(kind):
-            out += [para(nodes.strong(text=f"{heading}: {len(groups[kind])}")),
-                    nodes.bullet_list("", *(exercise_item(app, fromdoc, *e) for e in groups[kind]))]
+    out = [node for kind, heading in [*KINDS, ("", "Not yet classified (no kind in the title)")]
+           if groups.get(kind) for node in (
+               para(nodes.strong(text=f"{heading}: {len(groups[kind])}")),
+               nodes.bullet_list("", *(exercise_item(app, fromdoc, *e) for e in groups[kind])))]
     return out or [para("The book has no exercises yet.")]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    register_generated(app, {"chapter-plan": _plan, "homework-exercises": _homework})
+    register_generated(app, {"figure-index": _figures, "exercise-index": _exercises,
+                             "chapter-plan": _plan, "homework-exercises": _homework})
     app.add_directive("reading-rates", ReadingRates)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
