@@ -1,4 +1,4 @@
-"""Accessibility: a figure's caption becomes its image's alt text; bibliography entries are list items.
+"""Accessibility: a figure's caption is its image's alt text; bibliography entries are list items.
 
 myst-nb turns a cell's ``mystnb.figure.caption`` into a figure whose image has no ``alt``, and
 Sphinx then writes the image's file name as its alt text, which a screen reader reads out. An
@@ -18,20 +18,15 @@ from sphinx.application import Sphinx
 
 GENERIC_ALT = re.compile(r"^\s*(|image|img|figure|fig|png|svg|jpe?g|plot|output"
                          r"|\S+\.(png|svg|jpe?g|gif|webp))\s*$", re.IGNORECASE)
-# TeX commands read as words or symbols; any other \name keeps its name without the backslash
-TEX_WORDS = {
-    "top": "ᵀ", "intercal": "ᵀ", "mathsf{T}": "ᵀ", "cdot": "·", "times": "×", "le": "≤",
-    "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠", "neq": "≠", "approx": "≈", "sim": "~",
-    "propto": "∝", "infty": "∞", "to": "→", "rightarrow": "→", "mapsto": "↦", "in": "∈",
-    "sum": "Σ", "prod": "Π", "int": "∫", "partial": "∂", "nabla": "∇", "pm": "±", "mid": "|",
-    "ldots": "…", "dots": "…", "cdots": "…", "quad": " ", "qquad": " ", "sqrt": "√",
-    "lVert": "‖", "rVert": "‖", "Vert": "‖", "|": "‖", "langle": "⟨", "rangle": "⟩",
-    ",": " ", ";": " ", "!": "",
-    **dict.fromkeys(("log", "exp", "tr", "min", "max"), None),  # read as their name
-    **dict.fromkeys(("hat", "bar", "tilde", "mathbb", "mathcal", "mathrm", "mathbf",
-                     "operatorname", "boldsymbol", "text", "left", "right", "big", "Big",
-                     "bigl", "bigr"), ""),
-}
+# TeX commands read as symbols ("_" for a space), as their name (log), or not at all (hat);
+# any other \name is a Greek letter or keeps its name without the backslash
+TEX_WORDS = dict(w.split("=") for w in (
+    "top=ᵀ intercal=ᵀ mathsf{T}=ᵀ cdot=· times=× le=≤ leq=≤ ge=≥ geq=≥ ne=≠ neq=≠ approx=≈ "
+    "sim=~ propto=∝ infty=∞ to=→ rightarrow=→ mapsto=↦ in=∈ sum=Σ prod=Π int=∫ partial=∂ "
+    "nabla=∇ pm=± mid=| ldots=… dots=… cdots=… quad=_ qquad=_ sqrt=√ lVert=‖ rVert=‖ Vert=‖ "
+    "|=‖ langle=⟨ rangle=⟩ ,=_ ;=_ != log=log exp=exp tr=tr min=min max=max hat= bar= tilde= "
+    "mathbb= mathcal= mathrm= mathbf= operatorname= boldsymbol= text= left= right= big= Big= "
+    "bigl= bigr=").split())
 
 
 def _greek(name: str) -> str | None:
@@ -49,8 +44,8 @@ def tex_to_text(tex: str) -> str:
 
     def command(match: re.Match) -> str:
         name = match.group(1)
-        word = TEX_WORDS.get(name, False)
-        return name if word is None else word if word is not False else _greek(name) or name
+        word = TEX_WORDS.get(name)
+        return word.replace("_", " ") if word is not None else _greek(name) or name
 
     out = re.sub(r"\\([A-Za-z]+|[,;!|])", command, out)
     out = re.sub(r"\^\{?\s*ᵀ\s*\}?", "ᵀ", out)

@@ -49,7 +49,7 @@ class CheckRecords:
 
 
 class LedgerCollector(EnvironmentCollector):
-    """Per page: its checks' records and its ``{unchecked}`` notes ``{label: {docname, reason}}``."""
+    """Per page: its checks' records, and its ``{unchecked}`` notes by label."""
 
     def clear_doc(self, app: Sphinx, env: Any, docname: str) -> None:
         _checks(env).pop(docname, None)
@@ -123,6 +123,12 @@ def claims(env: Any) -> dict[str, dict[str, str]]:
 def entries(env: Any) -> dict[str, list[dict[str, Any]]]:
     """The records of this build's checks, by page, pages in order."""
     return {d: r for d, r in sorted(_checks(env).items()) if d in env.found_docs}
+
+
+def records(notebook: Any) -> list[dict[str, Any]]:
+    """The check records an executed notebook (nbformat) carries, in order (for the runners)."""
+    return [out["data"][MIME_TYPE] for cell in notebook.cells for out in cell.get("outputs", [])
+            if MIME_TYPE in out.get("data", {})]
 
 
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:

@@ -22,7 +22,8 @@ from sphinx.util.nodes import make_refnode
 from bookkit import internals, toc
 from bookkit.execution import students_edition
 from bookkit.pages import (exercise_item, exercises, number, page_link, para, register_generated,
-                           table)
+                           table, title)
+
 
 def _in_solution(node: nodes.Node, solutions: tuple[type, ...]) -> bool:
     while node is not None and not isinstance(node, solutions):
@@ -155,31 +156,23 @@ def _prerequisites(app: Sphinx, fromdoc: str, doc: str, text: str,
 
 def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     chapters = [p.docname for p in toc.chapters(app.srcdir)]
-    labels, rows = _labels(app, chapters), []
-    total_read = total_run = 0.0
-    total_lectures = 0
+    labels, rows, totals = _labels(app, chapters), [], [0.0, 0, 0.0]
     for doc in chapters:
         text = Path(app.env.doc2path(doc)).read_text(encoding="utf-8")
-        counts = source_counts(text)
-        minutes = reading_minutes(counts)
-        record = internals.exec_data(app.env, doc)
-        runtime = record.get("runtime")
-        timed = isinstance(runtime, (int, float))
-        run = (f"{runtime:.0f} s" if timed else "not executed") + (
+        counts, record = source_counts(text), internals.exec_data(app.env, doc)
+        minutes, runtime = reading_minutes(counts), record.get("runtime")
+        run = (f"{runtime:.0f} s" if isinstance(runtime, (int, float)) else "not executed") + (
             " (failed)" if record and not record.get("succeeded", True) else "")
-        total_read += minutes
-        total_run += runtime if timed else 0.0
-        total_lectures += lectures(minutes)
+        for i, x in enumerate((minutes, lectures(minutes), runtime or 0.0)):
+            totals[i] += x
         number = ".".join(map(str, internals.numbers(app.env, doc)[1]))
-        rows.append([
-            para(page_link(app, fromdoc, doc, f"{number} {app.env.titles[doc].astext()}".strip()
-                           if doc in app.env.titles else None)),
-            para(*_prerequisites(app, fromdoc, doc, text, labels)),
-            f"{math.ceil(minutes)} min ({counts['words']} words, {counts['equations']} "
-            f"equations, {counts['code_lines']} code lines)",
-            str(lectures(minutes)), run])
-    rows.append([para(nodes.strong(text="The book")), "", f"{math.ceil(total_read)} min",
-                 str(total_lectures), f"{total_run:.0f} s"])
+        rows.append([para(page_link(app, fromdoc, doc, f"{number} {title(app, doc)}".strip())),
+                     para(*_prerequisites(app, fromdoc, doc, text, labels)),
+                     f"{math.ceil(minutes)} min ({counts['words']} words, {counts['equations']} "
+                     f"equations, {counts['code_lines']} code lines)",
+                     str(lectures(minutes)), run])
+    rows.append([para(nodes.strong(text="The book")), "", f"{math.ceil(totals[0])} min",
+                 str(totals[1]), f"{totals[2]:.0f} s"])
     return [table(["Chapter", "Prerequisites", "Reading time", "Lectures", "Run time"], rows,
                   [30, 22, 28, 8, 12], classes=("instructor-plan",))]
 

@@ -66,7 +66,7 @@ __all__ = [
 MAX_DETECTABLE = 0.10
 #: The relative address of the verification ledger page from a chapter's page.
 LEDGER_PAGE = "ledger.html"
-#: The MIME type of a check's record in its cell's output (a JSON object, :meth:`CheckResult.record`).
+#: The MIME type of a check's record in its cell's output (:meth:`CheckResult.record`, JSON).
 MIME_TYPE = "application/vnd.gmmlib.check+json"
 
 

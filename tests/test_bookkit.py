@@ -13,8 +13,11 @@ import textwrap
 from importlib.metadata import version
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
+
+from bookkit.ledger import records
 
 ROOT = Path(__file__).resolve().parent.parent
 JB = Path(sys.executable).parent / "jupyter-book"
@@ -98,6 +101,8 @@ def test_the_ledger_follows_the_pages_under_cached_builds(tmp_path):
     assert second[1]["what"].startswith("second") and second[1]["what"] != first[1]["what"]
     assert second[1]["what"] in html and first[1]["what"] not in html
     assert not (tmp_path / "_build" / "ledger").exists()
+    executed = nbformat.read(tmp_path / "_build" / "jupyter_execute" / "book" / "02_ch.ipynb", 4)
+    assert records(executed) == second[1:], "the executed notebook carries its checks' records"
 
 
 PAGE = """\

@@ -1,4 +1,4 @@
-"""The check helpers: verdicts, negative controls, failures, the records a check displays, tolerances.
+"""The check helpers: verdicts, negative controls, failures, the records checks display, tolerances.
 
 One argument order everywhere: the claim first, the evidence second; a control replaces the
 claim; a check returns nothing; a random check states the error it detects and fails above
