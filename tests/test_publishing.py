@@ -617,7 +617,7 @@ def test_citation_names_an_entity_that_bibtex_keeps_whole():
     zenodo = json.loads((ROOT / ".zenodo.json").read_text(encoding="utf-8"))
     assert [c["name"] for c in zenodo["creators"]] == names
     assert "version" not in zenodo, "Zenodo takes the version from the release's tag"
-    from bookkit import edition
+    from bookkit import edition_pages as edition
 
     info = edition.edition(ROOT)
     record = edition.bibtex(info)

@@ -1,4 +1,4 @@
-"""The edition (gmmlib's version, its git tag) in the pages: substitutions, links, BibTeX record.
+"""The edition in the pages (gmmlib's version, its git tag): substitutions, links, BibTeX record.
 
 From ``gmmlib/__init__.py`` (the version), ``_config.yml`` (the repository) and ``CITATION.cff``:
 ``{{ edition }}``, ``{{ edition_tag }}``, ``{{ edition_statement }}``, ``{edition-links}`` and
