@@ -34,7 +34,7 @@ def _in_solution(node: nodes.Node, solutions: tuple[type, ...]) -> bool:
 def _figures(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     content: list[nodes.Node] = []
     total, solutions = 0, internals.solution_nodes()
-    for page in toc.pages(app.srcdir):
+    for page in toc.pages(app.srcdir)[1:]:  # the chapters and appendices, not the root page
         numbers = internals.numbers(app.env, page.docname)[0].get("figure", {})
         items = []
         for fig in app.env.get_doctree(page.docname).findall(nodes.figure) if numbers else ():
