@@ -13,6 +13,7 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
+    "as_tensor",
     "check_covariances",
     "check_points",
     "check_queries",
@@ -21,6 +22,7 @@ __all__ = [
     "check_matrix",
     "check_rng",
     "check_positive",
+    "check_type",
 ]
 
 
@@ -100,6 +102,29 @@ def check_positive(x: Any, name: str, *, integer: bool = False, allow_zero: bool
 SYM_TOL = 1e-10
 
 
+def as_tensor(x: Any, name: str, dtype: Any = None):
+    """Convert ``x`` to a finite floating torch tensor (of ``dtype`` if given); torch loads here.
+
+    A tensor keeps its autograd history; an array becomes a tensor that owns its data.
+    """
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        t = x if dtype is None else x.to(dtype)
+    else:
+        arr = as_float_array(x, name)
+        if not arr.flags.writeable:  # read-only (a frozen mixture's means): torch needs a copy
+            arr = arr.copy()
+        t = torch.from_numpy(arr)
+        if dtype is not None:
+            t = t.to(dtype)
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    if not bool(torch.isfinite(t.detach()).all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return t
+
+
 def check_covariances(covs: Any, name: str = "covs", *, definite: bool = False) -> np.ndarray:
     r"""The one validator of covariance matrices: a (d, d) matrix or a (K, d, d) stack.
 
@@ -161,3 +186,10 @@ def check_V(V: Any, d: int, name: str = "V") -> np.ndarray:
     if V.shape[1] != d:
         raise ValueError(f"{name} must have shape (p, {d}), got {V.shape}")
     return V
+
+
+def check_type(x: Any, cls: type, name: str) -> Any:
+    """Return ``x`` if it is an instance of ``cls``; else raise ``TypeError`` naming both."""
+    if not isinstance(x, cls):
+        raise TypeError(f"{name} must be a {cls.__module__}.{cls.__name__}, got {type(x).__name__}")
+    return x

@@ -21,22 +21,23 @@ so the numpy and the torch results come from one formula. Softmax attention stre
 the tokens with a running log-sum-exp, so it is finite for huge scores and its memory does
 not grow with the prompt length beyond the inputs.
 
-torch is imported only by the torch side: :class:`AttentionHead` (loaded on first use) and
-tensor inputs, which imply that the caller has imported it. A chapter that computes in numpy
-does not pay for importing torch.
+This module imports no torch: tensor inputs imply that the caller has imported it, and the
+trainable torch twin of :class:`Head` is :class:`gmmlib.attention_torch.AttentionHead`. A
+chapter that computes in numpy does not pay for importing torch.
+
+:class:`Head` and :class:`PromptBatch` are defined here, and every gmmlib module that builds
+heads or samples prompts imports them from here.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ._types import Head, PromptBatch
-
-if TYPE_CHECKING:  # at run time, loaded on first use by __getattr__ below
-    from ._torch_head import AttentionHead
+from ._validation import as_tensor, as_float_array
 
 __all__ = [
     "Head",
@@ -45,21 +46,61 @@ __all__ = [
     "linear_attention",
     "attention_weights",
     "softmax_attention_path",
-    "AttentionHead",
 ]
 
 # Scores held at once per chunk: batch * queries * chunk <= this many numbers.
 _CHUNK_BUDGET = 1 << 21
 
 
-def __getattr__(name: str) -> Any:
-    # The torch twin of Head is defined with torch, so it loads on first use (PEP 562).
-    if name == "AttentionHead":
-        from ._torch_head import AttentionHead
+@dataclass(frozen=True)
+class Head:
+    r"""The parameters :math:`(U, V)` of one attention head, as numpy float64 arrays.
 
-        globals()[name] = AttentionHead
-        return AttentionHead
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    Every construction of the book returns a :class:`Head` or a tuple of them (a multi-head
+    layer is the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks.
+    """
+
+    U: np.ndarray
+    V: np.ndarray
+
+    def __post_init__(self) -> None:
+        U = np.array(self.U, dtype=np.float64)
+        V = np.array(self.V, dtype=np.float64)
+        if U.ndim != 2 or U.shape[0] != U.shape[1]:
+            raise ValueError(f"U must be a square (d, d) matrix, got shape {U.shape}")
+        if V.ndim != 2 or V.shape[1] != U.shape[0]:
+            raise ValueError(f"V must be a (p, d) matrix with d = {U.shape[0]}, got shape {V.shape}")
+        if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
+            raise ValueError("U and V must be finite (no NaN or inf)")
+        U.setflags(write=False)
+        V.setflags(write=False)
+        object.__setattr__(self, "U", U)
+        object.__setattr__(self, "V", V)
+
+    def __iter__(self):
+        return iter((self.U, self.V))
+
+
+@dataclass(frozen=True)
+class PromptBatch:
+    r"""A batch of prompts with their queries and targets: what every task sampler of gmmlib returns.
+
+    Task samplers are called ``sample_prompts(<task>, n_prompts=..., length=..., rng=...)``
+    and return one of these (a task may subclass it to add its own fields).
+
+    Attributes
+    ----------
+    tokens : ndarray or Tensor, shape (n_prompts, length, D)
+        The prompts' tokens.
+    queries : ndarray or Tensor, shape (n_prompts, n_queries, D)
+        The query tokens of each prompt.
+    targets : ndarray or Tensor
+        What a perfect model would output for each query (task-dependent shape).
+    """
+
+    tokens: Any
+    queries: Any
+    targets: Any
 
 
 def _namespace(*xs: Any):
@@ -75,48 +116,17 @@ def _plain(x: Any) -> Any:
     return x.detach() if hasattr(x, "detach") else x
 
 
-def _to_numpy(x: Any, name: str) -> np.ndarray:
-    if hasattr(x, "detach"):  # a tensor given to a numpy-only function
-        x = x.detach().cpu().numpy()
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array or tensor, got {type(x).__name__}") from exc
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return arr
-
-
-def _to_tensor(x: Any, name: str, dtype: Any):
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        t = x if dtype is None else x.to(dtype)
-    else:
-        arr = _to_numpy(x, name)
-        if not arr.flags.writeable:  # read-only (e.g. a frozen mixture's means): torch needs its own copy
-            arr = arr.copy()
-        t = torch.from_numpy(arr)
-        if dtype is not None:
-            t = t.to(dtype)
-    if not t.is_floating_point():
-        t = t.to(torch.get_default_dtype())
-    if not bool(torch.isfinite(t.detach()).all()):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return t
-
-
 def _prepare(tokens: Any, queries: Any, U: Any, V: Any, xp: Any = None):
     """Validate shapes; return arrays of one namespace ``xp`` (numpy, or torch for tensors), and whether to batch."""
     xp = _namespace(tokens, queries, U, V) if xp is None else xp
     if xp is np:
-        Z, Q, U, V = (_to_numpy(x, n) for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V")))
+        Z, Q, U, V = (as_float_array(x, n) for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V")))
     else:
         dtypes = [x.dtype for x in (tokens, queries, U, V) if isinstance(x, xp.Tensor) and x.is_floating_point()]
         dtype = dtypes[0] if dtypes else xp.float64
         for dt in dtypes[1:]:
             dtype = xp.promote_types(dtype, dt)
-        Z, Q, U, V = (_to_tensor(x, n, dtype) for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V")))
+        Z, Q, U, V = (as_tensor(x, n, dtype) for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V")))
     if Z.ndim not in (2, 3):
         raise ValueError(f"tokens must have shape (L, d) or (B, L, d), got {tuple(Z.shape)}")
     if Q.ndim not in (2, 3):
@@ -320,7 +330,7 @@ def attention_weights(tokens: Any, query: Any, U: Any) -> np.ndarray:
     -------
     ndarray, shape (L,)
     """
-    q = _to_numpy(query, "query")
+    q = as_float_array(query, "query")
     if q.ndim != 1:
         raise ValueError(f"query must be one vector of shape (d,), got shape {q.shape}")
     Z, Q, Ut, _, _, batched = _prepare(tokens, q[None, :], U, np.eye(q.shape[0]), xp=np)

@@ -2,13 +2,12 @@ r"""Classification rules on Gaussian mixtures in closed form: Bayes scores and r
 
 Chapter 7 (selection beyond linear rules). Class :math:`k` is the component
 :math:`\mathcal N(m_k,\Gamma_k)` of a mixture ``x_mixture`` with :math:`P(k) = \pi_k` (the tasks
-themselves, and the attention readout these rules are compared with, are in
-:mod:`gmmlib.selection`). This module gives, without sampling,
+themselves, XOR's Bayes score and accuracy among them, and the attention readout these rules
+are compared with, are in :mod:`gmmlib.selection`). This module gives, without sampling,
 
 * the Bayes (LDA) scores of a shared-covariance mixture (:func:`bayes_scores`);
 * the accuracy of a linear argmax rule (:func:`linear_rule_accuracy`, orthant probabilities)
   and of a sign rule (:func:`sign_rule_accuracy`);
-* the Bayes score and accuracy of XOR (:func:`xor_posterior_mean`, :func:`xor_bayes_accuracy`);
 * the best intercept-free argmax rule on three classes in the plane (:func:`best_cone_rule`),
   through the probability of a sector (:func:`sector_probability`).
 """
@@ -20,15 +19,13 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.stats import multivariate_normal, norm
 
-from ._validation import as_float_array, check_covariances, check_positive
+from ._validation import as_float_array, check_covariances
 from .mixtures import GaussianMixture, check_mixture
 
 __all__ = [
     "bayes_scores",
     "linear_rule_accuracy",
     "sign_rule_accuracy",
-    "xor_posterior_mean",
-    "xor_bayes_accuracy",
     "sector_probability",
     "ConeRule",
     "best_cone_rule",
@@ -152,41 +149,6 @@ def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float
     deg = sd <= 1e-14 * max(1.0, float(np.max(np.abs(margin))))
     p = np.where(deg, (margin > 0).astype(float), norm.cdf(margin / np.where(deg, 1.0, sd)))
     return float(x_mixture.weights @ p)
-
-
-def xor_posterior_mean(X: Any, offset: float = 2.0, gamma: float = 0.5**0.5) -> np.ndarray:
-    r"""The Bayes score of XOR, eq. (eq-07-xor-bayes) of Chapter 7: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
-
-    (The coordinates are independent given the component, and
-    :math:`P(m_{k,i} = \nu\mid x_i) = \sigma(2\nu x_i/\gamma^2)`, so
-    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; Proposition prop-07-xor-bayes.)
-
-    Parameters
-    ----------
-    X : array_like, shape (n, 2)
-    offset, gamma : float
-        :math:`\nu` and :math:`\gamma` of :func:`gmmlib.selection.xor_task`.
-    """
-    check_positive(offset, "offset")
-    check_positive(gamma, "gamma")
-    X = as_float_array(X, "X", ndim=2)
-    if X.shape[1] != 2:
-        raise ValueError(f"X must have shape (n, 2), got {X.shape}")
-    c = float(offset) / float(gamma) ** 2
-    return np.tanh(c * X[:, 0]) * np.tanh(c * X[:, 1])
-
-
-def xor_bayes_accuracy(offset: float = 2.0, gamma: float = 0.5**0.5) -> float:
-    r"""The Bayes accuracy of XOR, eq. (eq-07-xor-bayes): :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
-
-    The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates
-    fall on the side of their component's mean, or both on the wrong side (Proposition
-    prop-07-xor-bayes, Chapter 7).
-    """
-    check_positive(offset, "offset")
-    check_positive(gamma, "gamma")
-    t = float(offset) / float(gamma)
-    return float(norm.cdf(t) ** 2 + norm.cdf(-t) ** 2)
 
 
 # --------------------------------------------------------------------------- intercept-free rules in the plane

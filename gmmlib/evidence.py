@@ -69,7 +69,8 @@ class Estimate:
                         pick(self.se), self.k)
 
 
-def _array(x: Any, name: str) -> np.ndarray:
+def numeric_array(x: Any, name: str) -> np.ndarray:
+    """``x`` (an :class:`Estimate`'s value, an array or a tensor) as a float64 array; ``name`` in errors."""
     if isinstance(x, Estimate):
         x = x.value
     try:
@@ -78,11 +79,16 @@ def _array(x: Any, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be numeric, got {type(x).__name__}") from exc
 
 
-def _fmt(x: float) -> str:
+def format_number(x: float) -> str:
+    """``x`` with four significant digits (scientific notation below 1e-3 and from 1e5)."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     ax = abs(x)
     return f"{x:.3e}" if ax < 1e-3 or ax >= 1e5 else f"{x:.4g}"
+
+
+# The names gmmlib.checks imported before they were public; removed when it imports the public ones.
+_array, _fmt = numeric_array, format_number
 
 
 #: The multiplier applied to the change between two rule sizes (quadrature) or two steps
@@ -116,7 +122,7 @@ def converged_quadrature(compute: Any, n_points: int, n_fine: int | None = None,
     n_fine = 2 * int(n_points) if n_fine is None else int(n_fine)
     if n_fine <= n_points:
         raise ValueError(f"n_fine must exceed n_points ({n_points}), got {n_fine}")
-    coarse, fine = _array(compute(int(n_points)), "compute(n)"), _array(compute(n_fine), "compute(n_fine)")
+    coarse, fine = numeric_array(compute(int(n_points)), "compute(n)"), numeric_array(compute(n_fine), "compute(n_fine)")
     if coarse.shape != fine.shape:
         raise ValueError("compute(n) must return the same shape for every n")
     change = np.abs(fine - coarse)
@@ -126,7 +132,7 @@ def converged_quadrature(compute: Any, n_points: int, n_fine: int | None = None,
     round_off = ulps * np.finfo(np.float64).eps * np.maximum(np.abs(fine), 1.0)
     error = CONVERGENCE_MULTIPLIER * change + round_off
     why = (f"{CONVERGENCE_MULTIPLIER:g} × the change from {n_points} to {n_fine} nodes "
-           f"(max {_fmt(float(change.max()))}) + {ulps:.0f} ulp of round-off")
+           f"(max {format_number(float(change.max()))}) + {ulps:.0f} ulp of round-off")
     return Estimate(fine, error, why, f"{method}, {n_fine} nodes")
 
 
@@ -140,22 +146,22 @@ def richardson_derivative(f: Any, x: Any, direction: Any, h: float = 1e-3) -> Es
     :math:`D(h/2)` alone, a bound the extrapolated value beats by a factor
     :math:`O(h^2)`, and the last term bounds the round-off of the differences.
     """
-    x = _array(x, "x")
-    delta = _array(direction, "direction")
+    x = numeric_array(x, "x")
+    delta = numeric_array(direction, "direction")
     if delta.shape != x.shape:
         raise ValueError(f"direction must have the shape of x {x.shape}, got {delta.shape}")
     if not (h > 0 and math.isfinite(h)):
         raise ValueError(f"h must be positive and finite, got {h}")
 
     def D(step: float) -> np.ndarray:
-        return (_array(f(x + step * delta), "f") - _array(f(x - step * delta), "f")) / (2 * step)
+        return (numeric_array(f(x + step * delta), "f") - numeric_array(f(x - step * delta), "f")) / (2 * step)
 
     d1, d2 = D(h), D(h / 2)
     value = (4 * d2 - d1) / 3
-    scale = np.abs(_array(f(x), "f"))
+    scale = np.abs(numeric_array(f(x), "f"))
     change = np.abs(d2 - d1) / 3
     error = CONVERGENCE_MULTIPLIER * change + 10 * np.finfo(np.float64).eps * scale / h
-    why = (f"{CONVERGENCE_MULTIPLIER:g} × |D(h/2) − D(h)|/3 = {_fmt(float(np.max(CONVERGENCE_MULTIPLIER * change)))}, "
+    why = (f"{CONVERGENCE_MULTIPLIER:g} × |D(h/2) − D(h)|/3 = {format_number(float(np.max(CONVERGENCE_MULTIPLIER * change)))}, "
            f"h = {h:g}, plus round-off")
     return Estimate(value, error, why, f"Richardson-extrapolated central differences, h = {h:g}")
 
@@ -168,7 +174,7 @@ def replicates(samples: Any, *, familywise_alpha: float = 1e-3, method: str = "M
     from the actual counts.
     """
     mean, se, k = replicate_mean_se(samples, familywise_alpha=familywise_alpha)
-    x = _array(samples, "samples")
+    x = numeric_array(samples, "samples")
     R, n = x.shape[0], max(1, int(np.prod(x.shape[1:])))
     why = (f"{k:.3g} se: Student t with {R - 1} degrees of freedom from {R} independent replicates, "
            f"Bonferroni over {n} entr{'y' if n == 1 else 'ies'}, family-wise α = {familywise_alpha:g}")
@@ -189,7 +195,7 @@ def monte_carlo_mean(samples: Any, *, axis: int = 0, familywise_alpha: float = 1
     """
     from scipy.special import ndtri  # the normal quantile (scipy.stats costs ~1 s to import)
 
-    x = np.moveaxis(_array(samples, "samples"), axis, 0)
+    x = np.moveaxis(numeric_array(samples, "samples"), axis, 0)
     if not np.all(np.isfinite(x)):
         raise ValueError("samples must be finite (no NaN or inf)")
     if x.shape[0] < 100:
@@ -230,7 +236,7 @@ def replicate_mean_se(samples: Any, *, familywise_alpha: float = 1e-3) -> tuple[
     """
     from scipy.special import stdtrit  # Student's quantile, without importing scipy.stats
 
-    x = _array(samples, "samples")
+    x = numeric_array(samples, "samples")
     if not np.all(np.isfinite(x)):
         raise ValueError("samples must be finite (no NaN or inf)")
     if x.ndim < 1 or x.shape[0] < 3:

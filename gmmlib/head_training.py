@@ -26,7 +26,7 @@ import numpy as np
 from ._validation import as_float_array, check_matrix, check_points, check_positive, check_rng
 from .attention import Head
 from .mixtures import GaussianMixture, check_mixture
-from ._types import History
+from .records import History
 
 __all__ = [
     "random_heads",
@@ -138,7 +138,7 @@ def online_sgd_heads(
     steps: int,
     lr: float,
     batch_size: int,
-    seed: int,
+    rng: Any,
     clip_norm: float | None = None,
     log_every: int = 100,
     eval_fn: Callable[[tuple[Head, ...]], dict[str, float]] | None = None,
@@ -167,11 +167,13 @@ def online_sgd_heads(
     sample : callable
         ``sample(n, rng) -> (Z, target)``: ``n`` query points and their targets, arrays of
         shape (n, d) and (n, p), drawn from the numpy Generator ``rng`` (gmmlib's sampler
-        order: the count first, the generator second, as ``GaussianMixture.sample``). Batches
+        order: the count first, the generator last, as ``GaussianMixture.sample``). Batches
         are drawn ``chunk_steps`` steps at a time (``chunk_steps * batch_size`` points, each
         used once).
-    steps, lr, batch_size, seed : int, float, int, int
-        Number of steps, step size ``lr``, batch size :math:`b`, seed of the batch stream.
+    steps, lr, batch_size : int, float, int
+        Number of steps, step size ``lr``, batch size :math:`b`.
+    rng : numpy.random.Generator or int
+        The generator of the batch stream, or an int seed for one.
     clip_norm : float, optional
     log_every : int
         Record the batch loss (and ``eval_fn(heads)``) every this many steps and at the last.
@@ -195,7 +197,7 @@ def online_sgd_heads(
     check_positive(lr, "lr")
     if clip_norm is not None:
         check_positive(clip_norm, "clip_norm")
-    rng = check_rng(seed, "seed")
+    rng = check_rng(rng)
     with np.errstate(divide="ignore"):
         log_w = np.log(prompt_law.weights)
     M = prompt_law.means

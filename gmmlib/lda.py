@@ -64,10 +64,10 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from ._validation import as_float_array, check_covariances, check_positive
-from ._types import Head
+from ._validation import as_float_array, check_covariances, check_positive, check_type
+from .attention import Head
 from .mixtures import GaussianMixture
-from ._lda_rules import _check_converged, _class_nodes, _dot, _loss_terms, _risk, _sigmoid
+from ._lda_rules import adjoint_map, check_converged, effective_map, risk_and_grad, rule_risk
 
 __all__ = [
     "LDAModel",
@@ -312,12 +312,6 @@ class LDABlocks:
         return cls(vec[: d * d].reshape(d, d), vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1])
 
 
-def _check_model(model: Any) -> LDAModel:
-    if not isinstance(model, LDAModel):
-        raise TypeError(f"model must be an LDAModel, got {type(model).__name__}")
-    return model
-
-
 def _check_eff(model: LDAModel, eff: Any) -> EffectiveParams:
     if not isinstance(eff, tuple) or len(eff) != 4:
         raise TypeError("eff must be an EffectiveParams (w, b, r, s)")
@@ -341,26 +335,14 @@ def effective_params(model: LDAModel, theta: LDABlocks) -> EffectiveParams:
         w = U_{11}^\top\Gamma v_{21},\quad b = v_{21}^\top m_{-1} - v_{22},\quad
         r = v_{21}^\top(m_1 - m_{-1}) + 2v_{22},\quad s = U_{11}^\top(m_1-m_{-1}) + 2u_{21}.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     if not isinstance(theta, LDABlocks):
         raise TypeError(f"theta must be an LDABlocks, got {type(theta).__name__}")
     if theta.dim != model.dim:
         raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
-    w, b, r, s = _effective_map(model.cov, model.m_neg, model.delta, theta.U11, theta.u21, theta.v21,
+    w, b, r, s = effective_map(model.cov, model.m_neg, model.delta, theta.U11, theta.u21, theta.v21,
                                 np.asarray(theta.v22))
     return EffectiveParams(w, float(b), float(r), s)
-
-
-def _effective_map(cov: Any, m_neg: Any, delta: Any, U11: Any, u21: Any, v21: Any, v22: Any, *,
-                   einsum: Any = np.einsum) -> tuple[Any, ...]:
-    r"""eq-04-map, the one copy for numpy and torch: arrays with any leading batch axes.
-
-    ``cov``, ``m_neg``, ``delta`` are the model's :math:`\Gamma, m_{-1}, \Delta`; pass
-    ``einsum=torch.einsum`` and tensors for torch (:mod:`gmmlib.lda_torch` does).
-    """
-    w = einsum("...ji,...j->...i", U11, v21 @ cov)      # U11ᵀ Γ v21 (Γ symmetric)
-    s = einsum("...ji,j->...i", U11, delta) + 2 * u21
-    return w, v21 @ m_neg - v22, v21 @ delta + 2 * v22, s
 
 
 def attention_jacobian(model: LDAModel, theta: LDABlocks) -> np.ndarray:
@@ -369,10 +351,10 @@ def attention_jacobian(model: LDAModel, theta: LDABlocks) -> np.ndarray:
     Row :math:`k` is :math:`J^\top e_k`, the adjoint of eq-04-map (:func:`attention_risk_grad`'s
     chain rule) applied to the :math:`k`-th coordinate vector: the map's derivative is written once.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     d = model.dim
     E = np.eye(2 * d + 2)
-    gU, gu, gv, gv22 = _adjoint_map(model, theta.U11, theta.v21, E[:, :d], E[:, d], E[:, d + 1], E[:, d + 2:])
+    gU, gu, gv, gv22 = adjoint_map(model, theta.U11, theta.v21, E[:, :d], E[:, d], E[:, d + 1], E[:, d + 2:])
     return np.concatenate([gU.reshape(2 * d + 2, d * d), gu, gv, gv22[:, None]], axis=1)
 
 
@@ -381,7 +363,7 @@ def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
 
     Implements eq. eq-04-effective of Theorem thm-04-effective-predictor (Chapter 4).
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     w, b, r, s = _check_eff(model, eff)
     X = model._points(X)
     return X @ w + b + r * expit(model.s0 + X @ s)
@@ -400,7 +382,7 @@ def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = Non
     By default :math:`v_{21} = 2b^*(m_1+m_{-1})/\|m_1+m_{-1}\|^2` (needs :math:`m_1\neq -m_{-1}` unless
     :math:`b^* = 0`) and :math:`s = 0`. A given ``v21`` must satisfy :math:`v_{21}^\top(m_1+m_{-1}) = 2b^*`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     w_star, b_star = model.bayes_params()
     msum = model.m_pos + model.m_neg
     if v21 is None:
@@ -431,7 +413,7 @@ def construction_s0(model: LDAModel, v21: Any | None = None) -> LDABlocks:
     :math:`v_{22}` (needs :math:`\pi_+\ne\frac12`; with :math:`\pi_+=\frac12` pick ``v21`` with
     :math:`v_{21}^\top(m_1+m_{-1})/2 = b^*`). By default :math:`v_{21} = w^*`, :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     w_star, b_star = model.bayes_params()
     v21 = w_star.copy() if v21 is None else as_float_array(v21, "v21", ndim=1)
     if np.allclose(v21, 0):
@@ -480,10 +462,10 @@ def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str 
     one's, says the rule has not converged. For an error estimate of the value itself, see
     :func:`excess_risk_estimate`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     eff = _check_eff(model, eff)
-    risk = _risk(model, eff, n_points, rule)
-    _check_converged(model, eff, n_points, rule, risk, tol)
+    risk = rule_risk(model, eff, n_points, rule)
+    check_converged(model, eff, n_points, rule, risk, tol)
     return risk
 
 
@@ -497,13 +479,13 @@ def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *, rule: 
     """
     from .evidence import converged_quadrature
 
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     eff = _check_eff(model, eff)
     w_star, b_star = model.bayes_params()
     bayes = EffectiveParams(w_star, b_star, 0.0, np.zeros(model.dim))
 
     def excess(n: int) -> float:
-        return _risk(model, eff, n, rule) - _risk(model, bayes, n, rule)
+        return rule_risk(model, eff, n, rule) - rule_risk(model, bayes, n, rule)
 
     return converged_quadrature(excess, int(n_points), 2 * int(n_points), method=f"{rule} quadrature")
 
@@ -526,28 +508,10 @@ def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40, *, rule:
     and each :math:`\mathbb E[h(w^\top X, s^\top X)X] = m_c\mathbb Eh + \Gamma(w\,\mathbb E\partial_1h + s\,\mathbb E\partial_2 h)` (Stein).
     ``rule`` and ``tol`` as in :func:`population_risk` (the check is on the risk).
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     eff = _check_eff(model, eff)
-    w, b, r, s = eff
-    G = model.cov
-    risk, gw, gb, gr, gs = 0.0, np.zeros(model.dim), 0.0, 0.0, np.zeros(model.dim)
-    for c, m, pc, T, wt in _class_nodes(model, eff, n_points, rule):
-        g = _sigmoid(model.s0 + T[:, 1])
-        g1 = g * (1 - g)
-        g2 = g1 * (1 - 2 * g)
-        u = c * (T[:, 0] + b + r * g)
-        loss, sig_neg, l2 = _loss_terms(u)
-        risk += pc * (_dot(wt, loss))
-        h = -c * sig_neg  # d/dt1 of the loss
-        Eh, Eh1, Eh2 = _dot(wt, h), _dot(wt, l2), _dot(wt, l2 * r * g1)
-        gb += pc * Eh
-        gr += pc * (_dot(wt, h * g))
-        gw += pc * (m * Eh + G @ (w * Eh1 + s * Eh2))
-        k = h * r * g1
-        Ek1 = _dot(wt, l2 * r * g1)
-        Ek2 = _dot(wt, l2 * (r * g1) ** 2 + h * r * g2)
-        gs += pc * (m * _dot(wt, k) + G @ (w * Ek1 + s * Ek2))
-    _check_converged(model, eff, n_points, rule, float(risk), tol)
+    risk, gw, gb, gr, gs = risk_and_grad(model, eff, n_points, rule)
+    check_converged(model, eff, n_points, rule, float(risk), tol)
     return float(risk), EffectiveParams(gw, float(gb), float(gr), gs)
 
 
@@ -566,21 +530,7 @@ def attention_risk_grad(model: LDAModel, theta: LDABlocks, n_points: int = 40, *
     """
     eff = effective_params(model, theta)
     risk, g = population_risk_grad(model, eff, n_points, rule=rule, tol=tol)
-    return risk, LDABlocks(*_adjoint_map(model, theta.U11, theta.v21, *g))
-
-
-def _adjoint_map(model: LDAModel, U11: np.ndarray, v21: np.ndarray, g_w: np.ndarray, g_b: Any, g_r: Any,
-                 g_s: np.ndarray) -> tuple[np.ndarray, ...]:
-    r"""The adjoint :math:`J^\top` of eq-04-map (Proposition prop-05-adjoint), the one copy: any leading batch axes.
-
-    Returns the gradients in :math:`(U_{11}, u_{21}, v_{21}, v_{22})` from those in :math:`(w, b, r, s)`.
-    """
-    G, D = model.cov, model.delta
-    g_b, g_r = np.asarray(g_b, dtype=np.float64), np.asarray(g_r, dtype=np.float64)
-    grad_U = (v21 @ G)[..., :, None] * g_w[..., None, :] + D[:, None] * g_s[..., None, :]
-    grad_v = (np.einsum("...ij,...j->...i", U11, g_w) @ G + g_b[..., None] * model.m_neg
-              + g_r[..., None] * D)
-    return grad_U, 2 * g_s, grad_v, 2 * g_r - g_b
+    return risk, LDABlocks(*adjoint_map(model, theta.U11, theta.v21, *g))
 
 
 # ---------------------------------------------------------------------- linear attention, minimisers
@@ -596,7 +546,7 @@ def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None
     nothing of :math:`w^*`); the rule's convergence (see :func:`population_risk`) is checked at
     the minimiser, not at the trial points of the line searches. Returns ``(w_lin, risk)``.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     d = model.dim
     x0 = np.zeros(d) if start is None else as_float_array(start, "start", ndim=1)
     if x0.shape != (d,):
@@ -623,7 +573,7 @@ def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
     :math:`E_2 = \{(w^*, b^* - \rho\sigma(s_0), \rho, 0)\}`: :math:`d_2^2 = \|w-w^*\|^2 + \|s\|^2 + \min_\rho[(b-b^*+\rho\sigma(s_0))^2 + (r-\rho)^2]`,
     the last minimum being :math:`(b - b^* + r\sigma(s_0))^2/(1+\sigma(s_0)^2)`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     w, b, r, s = _check_eff(model, eff)
     w_star, b_star = model.bayes_params()
     q = model.pi_pos
@@ -640,7 +590,7 @@ def zeta_sequence(model: LDAModel, c: Any, rho: float) -> EffectiveParams:
     :math:`R` for :math:`\rho`). Its predictor is
     :math:`f^* + \rho[\sigma(s_0 + c^\top x/\rho) - \sigma(s_0) - \sigma'(s_0)c^\top x/\rho] = f^* + O(1/\rho)`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     c = as_float_array(c, "c", ndim=1)
     check_positive(rho, "rho")
     w_star, b_star = model.bayes_params()

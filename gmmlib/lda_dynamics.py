@@ -13,26 +13,22 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import expit
 
-from ._validation import as_float_array, check_positive
+from ._lda_rules import adjoint_map, effective_map, sigmoid, weighted_sum
+from ._validation import as_float_array, check_positive, check_type
 from .lda import (
     RISK_TOLERANCE,
     LDABlocks,
     LDAModel,
-    _adjoint_map,
-    _check_model,
-    _effective_map,
     attention_jacobian,
     attention_risk_grad,
     effective_params,
 )
-from ._lda_rules import _dot, _sigmoid
-from ._types import Trajectory
 from .quadrature import gauss_hermite
+from .records import Trajectory
 
 __all__ = [
     "population_gradient_descent",
     "gradient_flow",
-    "Trajectory",
     "SGDChains",
     "sgd_chains",
     "valley_excess",
@@ -74,7 +70,7 @@ def population_gradient_descent(model: LDAModel, theta0: LDABlocks, lr: float, s
     LDABlocks
         :math:`\theta_{\text{steps}}`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     if theta0.dim != model.dim:
         raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
     check_positive(lr, "lr")
@@ -120,7 +116,7 @@ def gradient_flow(model: LDAModel, theta0: LDABlocks, t_eval: Any, n_points: int
     """
     from scipy.integrate import solve_ivp
 
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     if theta0.dim != model.dim:
         raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
     t_eval = as_float_array(t_eval, "t_eval", ndim=1)
@@ -199,7 +195,7 @@ def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch_size: int, s
         ``steps`` (the recorded step numbers) and ``thetas`` (a list over the recorded steps of
         lists over the chains of :class:`~gmmlib.lda.LDABlocks`).
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     if theta0.dim != model.dim:
         raise ValueError(f"theta0 has dimension {theta0.dim}, the model {model.dim}")
     lr = check_positive(lr, "lr")
@@ -224,14 +220,14 @@ def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch_size: int, s
         if k == steps:
             break
         X, Y = _draw_batch(model, chol, (n_chains, batch), rng)
-        w, b, r, s = _effective_map(cov, m_neg, delta, U, u, v, v22)  # eq-04-map
+        w, b, r, s = effective_map(cov, m_neg, delta, U, u, v, v22)  # eq-04-map
         gate = expit(model.s0 + (X @ s[:, :, None])[..., 0])
         f = (X @ w[:, :, None])[..., 0] + b[:, None] + r[:, None] * gate
         c = -Y * expit(-Y * f) / batch
         g_w = (c[:, None, :] @ X)[:, 0]
         g_b, g_r = c.sum(axis=1), (c * gate).sum(axis=1)
         g_s = r[:, None] * ((c * gate * (1 - gate))[:, None, :] @ X)[:, 0]
-        grad_U, grad_u, grad_v, grad_v22 = _adjoint_map(model, U, v, g_w, g_b, g_r, g_s)
+        grad_U, grad_u, grad_v, grad_v22 = adjoint_map(model, U, v, g_w, g_b, g_r, g_s)
         U = U - lr * grad_U
         u = u - lr * grad_u
         v = v - lr * grad_v
@@ -265,7 +261,7 @@ def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
     :math:`L^{-1}m_{\pm1}` and :math:`L^\top s`, of dimension at most 3 (the rest of :math:`z` is noise
     independent of the class, which the optimal :math:`a` ignores), by a tensor Gauss–Hermite rule.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     s = as_float_array(s, "s", ndim=1)
     if s.shape != (model.dim,):
         raise ValueError(f"s must have shape ({model.dim},), got {s.shape}")
@@ -285,8 +281,8 @@ def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
         y = Q.T @ np.linalg.solve(L, m) + xi
         fs = y @ a_w + b_star
         Y.append(y)
-        W.append(pc * wt * _sigmoid(fs) * _sigmoid(-fs))
-        G.append(r * (_sigmoid(model.s0 + y @ a_s) - _sigmoid(np.array(model.s0))))
+        W.append(pc * wt * sigmoid(fs) * sigmoid(-fs))
+        G.append(r * (sigmoid(model.s0 + y @ a_s) - sigmoid(np.array(model.s0))))
     Y, W, G = np.concatenate(Y), np.concatenate(W), np.concatenate(G)
     Phi = np.column_stack([np.ones(len(Y)), Y])
     if refit:
@@ -294,8 +290,8 @@ def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
         delta = G - Phi @ coef
     else:
         delta = G
-    value = 0.5 * _dot(W, delta**2)
-    remainder = _dot(W, np.exp(np.abs(delta)) * np.abs(delta) ** 3) / 6.0
+    value = 0.5 * weighted_sum(W, delta**2)
+    remainder = weighted_sum(W, np.exp(np.abs(delta)) * np.abs(delta) ** 3) / 6.0
     return float(value), float(remainder)
 
 
@@ -322,7 +318,7 @@ def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch_size: i
     are those of :math:`F^{1/2}JJ^\top F^{1/2}`; :math:`F` is estimated by Monte Carlo on
     ``n_samples`` draws from ``rng`` (a relative error of order :math:`n^{-1/2}`).
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     lr = check_positive(lr, "lr")
     batch = check_positive(batch_size, "batch_size", integer=True)
     n_samples = check_positive(n_samples, "n_samples", integer=True)

@@ -12,8 +12,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import check_positive
-from .lda import LDABlocks, LDAModel, _check_model, _effective_map
+from ._lda_rules import effective_map
+from ._validation import check_positive, check_type
+from .lda import LDABlocks, LDAModel
 from .quadrature import gauss_hermite
 
 __all__ = ["QuadratureRisk", "LDABlocksModule"]
@@ -28,7 +29,7 @@ class QuadratureRisk:
     """
 
     def __init__(self, model: LDAModel, n_points: int = 40) -> None:
-        self.model = _check_model(model)
+        self.model = check_type(model, LDAModel, "model")
         check_positive(n_points, "n_points", integer=True)
         xi, wt = gauss_hermite(n_points, model.dim)
         R = np.linalg.cholesky(model.cov)
@@ -50,7 +51,7 @@ class QuadratureRisk:
         d = self.model.dim
         U11 = vec[: d * d].reshape(d, d)
         u21, v21, v22 = vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1]
-        return self.effective(*_effective_map(self.G, self.m_neg, self.delta, U11, u21, v21, v22,
+        return self.effective(*effective_map(self.G, self.m_neg, self.delta, U11, u21, v21, v22,
                                               einsum=torch.einsum))
 
 
@@ -65,7 +66,7 @@ class LDABlocksModule(nn.Module):
 
     def __init__(self, model: LDAModel, theta: LDABlocks) -> None:
         super().__init__()
-        self.model = _check_model(model)
+        self.model = check_type(model, LDAModel, "model")
         if theta.dim != model.dim:
             raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
         t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64))  # noqa: E731
@@ -77,7 +78,7 @@ class LDABlocksModule(nn.Module):
 
     def effective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The current :math:`(w, b, r, s)` as tensors."""
-        return _effective_map(self.G, self.m_neg, self.delta, self.U11, self.u21, self.v21, self.v22,
+        return effective_map(self.G, self.m_neg, self.delta, self.U11, self.u21, self.v21, self.v22,
                               einsum=torch.einsum)
 
     def blocks(self) -> LDABlocks:

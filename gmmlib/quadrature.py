@@ -33,8 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validation import as_float_array, check_positive
-from .mixtures import GaussianMixture
+from ._validation import as_float_array, check_positive, check_queries, check_U, check_V
+from .mixtures import GaussianMixture, check_mixture
 
 __all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation", "attention_by_quadrature",
            "graded_normal_rule"]
@@ -158,9 +158,9 @@ def attention_by_quadrature(mixture: GaussianMixture, queries: Any, U: Any, V: A
     -------
     ndarray, shape (n, p)
     """
-    from .limits import _check_inputs
-
-    Q, U, V, _ = _check_inputs(mixture, queries, U, V)
+    mixture = check_mixture(mixture)
+    Q, _ = check_queries(queries, mixture.dim)
+    U, V = check_U(U, mixture.dim), check_V(V, mixture.dim)
     nodes, weights, _ = mixture_nodes(mixture, n_points)
     S = nodes @ (Q @ U.T).T  # (N, n) scores
     W = weights[:, None] * np.exp(S - S.max(axis=0, keepdims=True))

@@ -53,7 +53,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ._validation import as_float_array, check_covariances, check_positive, check_rng
-from ._types import Head, PromptBatch, Trajectory
+from .attention import Head, PromptBatch
+from .records import Trajectory
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
 

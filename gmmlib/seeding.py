@@ -5,7 +5,7 @@ Every random draw of the book comes from a generator made here::
     from gmmlib.seeding import Seeds
     seeds = Seeds(chapter=1)
     rng = seeds.rng("prompts")           # numpy Generator for the chapter's prompts
-    torch_seed = seeds.int("training")   # an int for gmmlib.training.train(seed=...)
+    torch_seed = seeds.int("training")   # an int, for APIs that take an int seed
 
 A stream is fixed by three things: the book's base seed, the chapter and the stream's
 name, mixed by :class:`numpy.random.SeedSequence` (so streams are independent and
@@ -51,7 +51,7 @@ class Seeds:
     Parameters
     ----------
     chapter : int
-        The chapter's number (1–9); it separates the chapters' streams.
+        The chapter's number (0 and up); it separates the chapters' streams.
     base : int or None, optional
         The base seed; by default :func:`base_seed` (the environment's, or the book's).
     """

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import logsumexp, ndtr, softmax
 
 from ._validation import as_float_array, check_covariances, check_positive, check_queries, check_rng, check_V
 from .attention import Head, PromptBatch
@@ -52,7 +52,11 @@ __all__ = [
     "alignment_attention_limit",
     "token_mixture",
     "onehot_task",
+    "XOR_OFFSET",
+    "XOR_GAMMA",
     "xor_task",
+    "xor_posterior_mean",
+    "xor_bayes_accuracy",
     "readout_construction",
     "sample_prompts",
     "decide",
@@ -253,7 +257,11 @@ def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np
     return gm, np.eye(K)
 
 
-def xor_task(offset: float = 2.0, gamma: float = 0.5**0.5) -> tuple[GaussianMixture, np.ndarray]:
+#: XOR's default offset :math:`\nu` and component standard deviation :math:`\gamma` (Chapter 7).
+XOR_OFFSET, XOR_GAMMA = 2.0, 0.5**0.5
+
+
+def xor_task(offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> tuple[GaussianMixture, np.ndarray]:
     r"""XOR (Chapter 7): four equally likely components :math:`\mathcal N((\pm\nu, \pm\nu), \gamma^2 I)`, label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
 
     ``offset`` is :math:`\nu` and ``gamma`` the components' standard deviation :math:`\gamma`
@@ -271,6 +279,41 @@ def xor_task(offset: float = 2.0, gamma: float = 0.5**0.5) -> tuple[GaussianMixt
     means = np.array([[s, s], [-s, s], [-s, -s], [s, -s]])
     gm = GaussianMixture.isotropic(np.full(4, 0.25), means, float(gamma) ** 2)
     return gm, np.array([[1.0], [-1.0], [1.0], [-1.0]])
+
+
+def xor_posterior_mean(X: Any, offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> np.ndarray:
+    r"""The Bayes score of XOR, eq. (eq-07-xor-bayes) of Chapter 7: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
+
+    (The coordinates are independent given the component, and
+    :math:`P(m_{k,i} = \nu\mid x_i) = \sigma(2\nu x_i/\gamma^2)`, so
+    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; Proposition prop-07-xor-bayes.)
+
+    Parameters
+    ----------
+    X : array_like, shape (n, 2)
+    offset, gamma : float
+        :math:`\nu` and :math:`\gamma` of :func:`xor_task`.
+    """
+    check_positive(offset, "offset")
+    check_positive(gamma, "gamma")
+    X = as_float_array(X, "X", ndim=2)
+    if X.shape[1] != 2:
+        raise ValueError(f"X must have shape (n, 2), got {X.shape}")
+    c = float(offset) / float(gamma) ** 2
+    return np.tanh(c * X[:, 0]) * np.tanh(c * X[:, 1])
+
+
+def xor_bayes_accuracy(offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> float:
+    r"""The Bayes accuracy of XOR, eq. (eq-07-xor-bayes): :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
+
+    The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates
+    fall on the side of their component's mean, or both on the wrong side (Proposition
+    prop-07-xor-bayes, Chapter 7).
+    """
+    check_positive(offset, "offset")
+    check_positive(gamma, "gamma")
+    t = float(offset) / float(gamma)
+    return float(ndtr(t) ** 2 + ndtr(-t) ** 2)
 
 
 def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:

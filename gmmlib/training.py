@@ -2,10 +2,11 @@ r"""The one training loop of the book: torch autograd on sampled batches.
 
 :func:`train` runs a seeded optimisation of a torch model on freshly sampled batches
 (online learning: each step draws new prompts), shows a tqdm progress bar, and returns
-a :class:`History`. Batches come from a numpy ``Generator`` seeded by ``seed``, so two
-runs with the same seed print the same numbers; no global random state is touched.
+a :class:`gmmlib.records.History`. Batches come from the numpy ``Generator`` ``rng`` (or one
+seeded by an int ``rng``), so two runs with the same seed print the same numbers; no global
+random state is touched.
 
-The sampler follows gmmlib's one convention, count first and generator second:
+The sampler follows gmmlib's one convention, count first and generator last:
 ``sample(batch_size, rng)``, as :meth:`gmmlib.mixtures.GaussianMixture.sample`. The two
 other descents in gmmlib are not training loops: :func:`gmmlib.lda_dynamics.population_gradient_descent`
 is deterministic descent on a quadrature risk (no batches), and
@@ -22,9 +23,10 @@ import numpy as np
 import torch
 from tqdm import tqdm  # text bar on stderr: hidden in the HTML (nb_output_stderr: remove), readable in Colab
 
-from ._types import History
+from ._validation import check_rng
+from .records import History
 
-__all__ = ["History", "train"]
+__all__ = ["train"]
 
 
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
@@ -72,7 +74,7 @@ def train(
     batch_size: int,
     steps: int,
     lr: float,
-    seed: int,
+    rng: Any,
     optimizer: str = "adam",
     clip_norm: float | None = None,
     log_every: int = 10,
@@ -100,8 +102,8 @@ def train(
         Number of optimisation steps.
     lr : float
         Learning rate.
-    seed : int
-        Seed of the batch generator.
+    rng : numpy.random.Generator or int
+        The generator of the batches, or an int seed for one.
     optimizer : {"adam", "sgd"}
     clip_norm : float, optional
         Clip the gradient norm at this value.
@@ -116,7 +118,7 @@ def train(
 
     Returns
     -------
-    History
+    gmmlib.records.History
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -134,7 +136,7 @@ def train(
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
-    rng = np.random.default_rng(seed)
+    rng = check_rng(rng)
     history = History()
     bar = tqdm(range(int(steps)), desc=desc, disable=not progress, mininterval=1.0, leave=False)
     for step in bar:

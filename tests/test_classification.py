@@ -14,10 +14,8 @@ from gmmlib.classification import (
     linear_rule_accuracy,
     sector_probability,
     sign_rule_accuracy,
-    xor_bayes_accuracy,
-    xor_posterior_mean,
 )
-from gmmlib.selection import onehot_task, xor_task
+from gmmlib.selection import onehot_task, xor_bayes_accuracy, xor_posterior_mean, xor_task
 
 from .conftest import random_mixture, random_spd, seeds
 

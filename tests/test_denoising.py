@@ -136,3 +136,15 @@ def test_extreme_scales_stay_finite():
     gm = GaussianMixture.isotropic([0.5, 0.5], [[1e3, 0.0], [-1e3, 0.0]], 1.0)
     out = bayes_denoiser(gm, 1e-3, np.array([[1e4, 5.0], [-3.0, 0.0]]))
     assert np.all(np.isfinite(out))
+
+
+# ---------------------------------------------------------------- two point masses
+def test_two_point_masses_tanh_is_the_bayes_denoiser():
+    m, xi = np.array([1.5, -0.5]), 0.7
+    two_points = GaussianMixture.isotropic([0.5, 0.5], [m, -m], 0.0)
+    z = np.random.default_rng(8).normal(size=(50, 2))
+    tanh_form = np.tanh(z @ m / xi**2)[:, None] * m
+    np.testing.assert_allclose(bayes_denoiser(two_points, xi, z), tanh_form, rtol=0, atol=1e-12)
+    # near miss: the whole logit difference inside tanh (a factor 2)
+    wrong = np.tanh(2 * z @ m / xi**2)[:, None] * m
+    assert np.abs(bayes_denoiser(two_points, xi, z) - wrong).max() > 1e-2

@@ -83,7 +83,7 @@ def test_online_sgd_heads_is_the_training_loop(rng):
         return Z, bayes_denoiser(prior, 1.5, Z)
 
     start = random_heads(2, 2, 5, 0.3)
-    heads, hist = online_sgd_heads(law, start, sample, steps=200, lr=2e-2, batch_size=16, seed=9,
+    heads, hist = online_sgd_heads(law, start, sample, steps=200, lr=2e-2, batch_size=16, rng=9,
                                    clip_norm=1.0, chunk_steps=1, log_every=50,
                                    eval_fn=lambda h: {"n": float(len(h))})
     model = _Heads(start)
@@ -92,7 +92,7 @@ def test_online_sgd_heads_is_the_training_loop(rng):
         return tuple(torch.tensor(a) for a in sample(n, r))
 
     ref = train(model, batch, lambda m, b: _SquaredError.apply(m.U, m.V, law, *b), batch_size=16, steps=200,
-                lr=2e-2, seed=9, optimizer="sgd", clip_norm=1.0, log_every=50, progress=False)
+                lr=2e-2, rng=9, optimizer="sgd", clip_norm=1.0, log_every=50, progress=False)
     for k, h in enumerate(heads):
         np.testing.assert_allclose(h.U, model.U[k].detach().numpy(), atol=1e-12)
         np.testing.assert_allclose(h.V, model.V[k].detach().numpy(), atol=1e-12)
@@ -102,10 +102,10 @@ def test_online_sgd_heads_is_the_training_loop(rng):
     g = heads_squared_error(law, start, *sample(16, np.random.default_rng(9)))
     assert np.sqrt(np.sum(g[1] ** 2) + np.sum(g[2] ** 2)) > 1.0
     # drawing the batches in chunks changes which points are drawn, not the protocol
-    chunked, _ = online_sgd_heads(law, start, sample, steps=200, lr=2e-2, batch_size=16, seed=9, clip_norm=1.0)
+    chunked, _ = online_sgd_heads(law, start, sample, steps=200, lr=2e-2, batch_size=16, rng=9, clip_norm=1.0)
     assert all(np.all(np.isfinite(h.U)) for h in chunked)
     with pytest.raises(ValueError, match=r"sample\(n, rng\)"):
-        online_sgd_heads(law, start, lambda n, r: sample(n - 1, r), steps=2, lr=1e-2, batch_size=4, seed=0)
+        online_sgd_heads(law, start, lambda n, r: sample(n - 1, r), steps=2, lr=1e-2, batch_size=4, rng=0)
 
 
 def test_fit_heads_finds_an_exact_two_head_denoiser(rng):

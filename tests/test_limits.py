@@ -9,6 +9,8 @@ from scipy import integrate
 
 from gmmlib import GaussianMixture, linear_attention, linear_attention_limit, softmax_attention, softmax_attention_limit
 from gmmlib.limits import attention_gates, effective_sample_fraction, finite_prompt_mse
+from gmmlib.checks import converged_quadrature
+from gmmlib.quadrature import expectation
 
 from .conftest import dims, ncomp, random_mixture, seeds
 
@@ -206,3 +208,71 @@ def test_exact_error_is_finite_at_two_tokens():
     assert np.isfinite(exact)
     assert abs(exact / 2 - err.mean()) < 5 * se  # the function returns L·E‖T_L − T‖²
     assert abs(exact - err.mean()) > 50 * se     # …not E‖T_L − T‖² itself
+
+
+# ---------------------------------------------------------------- the finite-prompt law on one Gaussian
+M_GAUSS = np.array([0.5, -0.5])
+GAMMA = np.array([[1.0, 0.4], [0.4, 0.6]])
+Z0 = np.array([1.0, 0.5])
+U0 = np.array([[1.0, 0.0], [0.3, 1.0]])
+V_GAUSS = np.array([[1.0, 0.0], [0.5, 1.0]])
+KAPPAS = np.array([0.5, 1.0, 2.0, 3.0])
+
+
+def _U(kappa: float) -> np.ndarray:
+    a0 = U0 @ Z0
+    return U0 * np.sqrt(kappa / (a0 @ GAMMA @ a0))
+
+
+def _law_by_quadrature(gauss: GaussianMixture, n: int) -> np.ndarray:
+    """C(z) and (E w)²/E w² for each κ, from moments of w = exp(aᵀX)."""
+    out = []
+    for k in KAPPAS:
+        a = _U(k) @ Z0
+        Ew, Ew2 = (expectation(lambda X, p=p, a=a: np.exp(p * X @ a), gauss, n) for p in (1, 2))
+        T = expectation(lambda X, a=a: np.exp(X @ a)[:, None] * (X @ V_GAUSS.T), gauss, n) / Ew
+        wsq = lambda X, a=a, T=T: np.exp(2 * X @ a) * np.sum((X @ V_GAUSS.T - T) ** 2, axis=1)  # noqa: E731
+        out.append((expectation(wsq, gauss, n) / Ew**2, Ew**2 / Ew2))
+    return np.array(out)
+
+
+def test_gmmlib_finite_prompt_law_on_a_gaussian_matches_quadrature():
+    gauss = GaussianMixture.gaussian(M_GAUSS, GAMMA)
+    quad = converged_quadrature(lambda n: _law_by_quadrature(gauss, n), 60, 90, dim=2)
+    C = np.array([finite_prompt_mse(gauss, Z0, _U(k), V_GAUSS) for k in KAPPAS])
+    frac = np.array([effective_sample_fraction(gauss, Z0, _U(k)) for k in KAPPAS])
+    got = np.c_[C, frac]
+    tol = quad.error.max()
+    assert np.all(np.abs(got - quad.value) <= tol)
+    # the chapter's control: C without its factor e^κ
+    wrong = np.c_[C * np.exp(-KAPPAS), frac]
+    assert np.abs(wrong - quad.value).max() > 1e3 * tol
+
+
+# ---------------------------------------------------------------- the gates' geometry
+GATE_MIX = GaussianMixture(
+    [0.3, 0.3, 0.4],
+    [[-2.0, -1.0], [2.0, -1.0], [0.0, 2.0]],
+    [[[1.0, 0.5], [0.5, 0.8]], [[0.5, -0.2], [-0.2, 1.0]], 0.3 * np.eye(2)],
+)
+U_GATE = np.array([[0.8, 0.2], [-0.1, 0.6]])
+
+
+def test_log_gate_ratios_are_quadratics_with_the_stated_hessian():
+    rng = np.random.default_rng(3)
+    step, pairs = 0.5, [(0, 1), (0, 2), (1, 2)]
+    second_diff, predicted, scale = [], [], 0.0
+    for _ in range(20):
+        z0, h = rng.uniform(-2, 2, size=2), rng.normal(size=2)
+        log_g = np.log(attention_gates(GATE_MIX, np.array([z0 - step * h, z0, z0 + step * h]), U_GATE))
+        scale = max(scale, np.max(np.abs(log_g)))
+        for k, j in pairs:
+            lo = log_g[:, k] - log_g[:, j]
+            second_diff.append((lo[0] - 2 * lo[1] + lo[2]) / step**2)
+            predicted.append(h @ U_GATE.T @ (GATE_MIX.covs[k] - GATE_MIX.covs[j]) @ U_GATE @ h)
+    second_diff, predicted = np.array(second_diff), np.array(predicted)
+    # exact for a quadratic: round-off of 4 log-gates × (1, 2, 1) / step²
+    tol = 32 * np.finfo(float).eps * scale / step**2
+    np.testing.assert_allclose(second_diff, predicted, rtol=0, atol=tol)
+    # near miss: the quadratic's coefficient read as its curvature (half the second derivative)
+    assert np.abs(second_diff - predicted / 2).max() > 1e3 * tol

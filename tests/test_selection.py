@@ -14,7 +14,6 @@ from gmmlib.denoising import bayes_denoiser
 from gmmlib.checks import replicate_mean_se
 from gmmlib.limits import component_linear_limits, shared_covariance_limit
 from gmmlib.attention import Head, PromptBatch
-from gmmlib.classification import xor_posterior_mean
 from gmmlib.selection import (
     TIE,
     LabelledPromptBatch,
@@ -27,6 +26,7 @@ from gmmlib.selection import (
     sample_prompts,
     softmax_log_alignment,
     token_mixture,
+    xor_posterior_mean,
     xor_task,
 )
 
@@ -269,3 +269,20 @@ def test_gates_at_zero_scale_are_the_priors(seed):
     Q = rng.normal(size=(50, 2))
     np.testing.assert_allclose(attention_gates(gm, Q, np.zeros((2, 2))),
                                np.tile(gm.weights, (50, 1)), atol=1e-15)
+
+
+# ---------------------------------------------------------------- XOR's cross moment
+def test_xor_cross_moment_vanishes_both_ways():
+    nu = 2.0
+    xor_x, xor_labels = xor_task(offset=nu, gamma=np.sqrt(0.5))
+    tokens = token_mixture(xor_x, xor_labels)
+    direct = xor_x.weights @ (xor_labels * xor_x.means)
+    cross = tokens.second_moment()[:2, 2]
+    tol = 4 * np.finfo(float).eps * nu
+    np.testing.assert_allclose(direct, 0.0, atol=tol)
+    np.testing.assert_allclose(cross, 0.0, atol=tol)
+    # near miss: the same moment for the separable labels sign(m_k1) is ν·(1, 0)
+    separable = np.sign(xor_x.means[:, :1])
+    sep_tokens = token_mixture(xor_x, separable)
+    np.testing.assert_allclose(sep_tokens.second_moment()[:2, 2], [nu, 0.0], atol=tol)
+    np.testing.assert_allclose(xor_x.weights @ (separable * xor_x.means), [nu, 0.0], atol=tol)
