@@ -5,7 +5,8 @@ Every formula the book uses lives here once; the chapters import it.
 Modules
 -------
 mixtures   : :class:`GaussianMixture` (sampling, densities, posteriors, exponential tilting)
-attention  : finite-prompt softmax and linear attention, trainable heads
+attention  : finite-prompt softmax and linear attention; the head and prompt-batch types
+attention_torch : the trainable torch twin of a head (AttentionHead)
 limits     : the infinite-prompt operators in closed form and the finite-prompt error law
 quadrature : Gauss–Hermite expectations under Gaussians and mixtures
 regression : in-context linear regression (Chapter 2)
@@ -21,10 +22,12 @@ checks     : the ledger of numerical checks behind every claim, with their negat
 evidence   : what a check compares with: quadrature, Richardson and Monte Carlo estimates with their errors
 seeding    : one base seed for the book and named random streams
 training   : the one training loop (torch autograd on sampled batches, ``sample(batch_size, rng)``)
+records    : what solvers return: Trajectory (a solved gradient flow), History (a training run)
 plotting   : the book's figure style and shared plots
 
-The shared types (:class:`~gmmlib.attention.Head`, :class:`~gmmlib.attention.PromptBatch`,
-:class:`~gmmlib.lda_dynamics.Trajectory`) live in the private ``_types`` module, without torch.
+Every name is documented in the module that defines it. Conventions: the generator is ``rng``
+(last among the positional arguments), a head's parameters are ``U, V`` side by side
+(``f(..., *head)``).
 """
 
 from importlib import import_module

@@ -5,7 +5,7 @@ the class. :func:`class_nodes` returns, per class, nodes and weights for :math:`
 Gauss–Hermite rule, or composite Gauss–Legendre panels graded toward the gate's transition and the
 loss's kink (accurate for sharp gates); :func:`rule_risk` evaluates the risk on a rule and
 :func:`check_converged` compares it with a coarser rule; :func:`effective_map` and
-:func:`adjoint_map` are eq-04-map and its adjoint, written once for numpy and torch. The public
+:func:`adjoint_map` are :eq:`eq-04-map` and its adjoint, written once for numpy and torch. The public
 functions are in :mod:`gmmlib.lda`, :mod:`gmmlib.lda_dynamics` and :mod:`gmmlib.lda_torch`,
 which import these by name. ``model`` is a :class:`gmmlib.lda.LDAModel` and ``eff`` an
 :class:`gmmlib.lda.EffectiveParams` throughout; this module reads their fields and does not
@@ -190,7 +190,7 @@ def risk_and_grad(model: Any, eff: Any, n_points: int, rule: str) -> tuple[float
 
 def effective_map(cov: Any, m_neg: Any, delta: Any, U11: Any, u21: Any, v21: Any, v22: Any, *,
                   einsum: Any = np.einsum) -> tuple[Any, ...]:
-    r"""eq-04-map, the one copy for numpy and torch: arrays with any leading batch axes.
+    r""":eq:`eq-04-map`, the one copy for numpy and torch: arrays with any leading batch axes.
 
     ``cov``, ``m_neg``, ``delta`` are the model's :math:`\Gamma, m_{-1}, \Delta`; pass
     ``einsum=torch.einsum`` and tensors for torch (:mod:`gmmlib.lda_torch` does).
@@ -202,7 +202,7 @@ def effective_map(cov: Any, m_neg: Any, delta: Any, U11: Any, u21: Any, v21: Any
 
 def adjoint_map(model: Any, U11: np.ndarray, v21: np.ndarray, g_w: np.ndarray, g_b: Any, g_r: Any,
                 g_s: np.ndarray) -> tuple[np.ndarray, ...]:
-    r"""The adjoint :math:`J^\top` of eq-04-map (Proposition prop-05-adjoint), the one copy: any leading batch axes.
+    r"""The adjoint :math:`J^\top` of :eq:`eq-04-map` (:prf:ref:`prop-05-adjoint`), the one copy: any leading batch axes.
 
     Returns the gradients in :math:`(U_{11}, u_{21}, v_{21}, v_{22})` from those in :math:`(w, b, r, s)`.
     """

@@ -1,6 +1,6 @@
 r"""Finite-prompt attention: one softmax and one linear implementation, plus trainable heads.
 
-Implements Definition def-01-attention of Chapter 1 on the empirical measure of a prompt.
+Implements :prf:ref:`def-01-attention` of Chapter 1 on the empirical measure of a prompt.
 
 A prompt of tokens :math:`z_1, \dots, z_L \in \mathbb R^d` and a query :math:`z` give
 

@@ -34,7 +34,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- Bayes rules and accuracies
 def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
-    r"""The Bayes (LDA) scores of Chapter 7 (before Proposition prop-07-linear-accuracy): :math:`w_k^\top x + b_k` with
+    r"""The Bayes (LDA) scores of Chapter 7 (before :prf:ref:`prop-07-linear-accuracy`): :math:`w_k^\top x + b_k` with
 
     .. math::
 
@@ -57,7 +57,7 @@ def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
 
 def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = None, *,
                          abseps: float = 1e-9) -> float:
-    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)`: Proposition prop-07-linear-accuracy (Chapter 7).
+    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)`: :prf:ref:`prop-07-linear-accuracy` (Chapter 7).
 
     Class :math:`k` is the component :math:`\mathcal N(m_k,\Gamma_k)`.
 
@@ -114,7 +114,7 @@ def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = Non
 
 
 def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float = 0.0) -> float:
-    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)`: Corollary cor-07-xor, item 2 (Chapter 7).
+    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)`: :prf:ref:`cor-07-xor`, item 2 (Chapter 7).
 
     Component :math:`k` carries the label :math:`y_k\in\{-1, 1\}`.
 
@@ -182,7 +182,7 @@ def _whitened_angle(Rinv: np.ndarray, theta: float) -> float:
 def sector_probability(mean: Any, cov: Any, start: float, stop: float) -> float:
     r"""Probability that :math:`X\sim\mathcal N(m,\Gamma)` in the plane lies in the sector of polar angles :math:`(\text{start}, \text{stop})`.
 
-    Chapter 7, Proposition prop-07-linear-ceiling. With :math:`\Gamma = RR^\top` (Cholesky),
+    Chapter 7, :prf:ref:`prop-07-linear-ceiling`. With :math:`\Gamma = RR^\top` (Cholesky),
     :math:`X = R\,Y` with :math:`Y\sim\mathcal N(R^{-1}m, I)`, and a sector through the origin
     maps to a sector (:math:`\det R > 0` keeps the orientation). The polar angle of
     :math:`Y\sim\mathcal N(\tilde m, I)` has the density
@@ -217,7 +217,7 @@ def sector_probability(mean: Any, cov: Any, start: float, stop: float) -> float:
 
 
 class ConeRule(NamedTuple):
-    r"""The best partition of the plane into sectors (Proposition prop-07-linear-ceiling).
+    r"""The best partition of the plane into sectors (:prf:ref:`prop-07-linear-ceiling`).
 
     Attributes
     ----------
@@ -250,7 +250,7 @@ class ConeRule(NamedTuple):
 def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule:
     r"""The supremum of the accuracy of intercept-free argmax rules :math:`\arg\max_k w_k^\top x` on three classes in the plane.
 
-    Proposition prop-07-linear-ceiling (Chapter 7): the decision regions of such a rule are
+    :prf:ref:`prop-07-linear-ceiling` (Chapter 7): the decision regions of such a rule are
     disjoint convex cones, sectors of arc at most :math:`\pi`, and every partition of the
     circle into three consecutive sectors of arcs in :math:`[0, \pi]` is a rule or a limit of
     rules, so

@@ -230,8 +230,8 @@ def best_affine_denoiser(mixture: GaussianMixture, noise_std: float) -> tuple[np
 def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_steps: int) -> np.ndarray:
     r"""Iterate the Bayes denoiser: :math:`z_{t+1} = f^\star(z_t) = \mathbb E[X\mid Z = z_t]`.
 
-    The dynamics of Chapter 9 (Proposition prop-09-reduction, Theorem thm-09-transition and
-    Proposition prop-09-modes; the paper's Proposition 4.3). By Tweedie's formula each step is
+    The dynamics of Chapter 9 (:prf:ref:`prop-09-reduction`, :prf:ref:`thm-09-transition` and
+    :prf:ref:`prop-09-modes`; the paper's Proposition 4.3). By Tweedie's formula each step is
     :math:`z_{t+1} = z_t + \xi^2\nabla\log p_Z(z_t)`.
 
     Returns
@@ -250,7 +250,7 @@ def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_step
 
 
 def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
-    r"""The separation of two balanced components in noise units (Chapter 9, eq. (eq-09-lambda)).
+    r"""The separation of two balanced components in noise units (Chapter 9, eq. :eq:`eq-09-lambda`).
 
     .. math::
 
@@ -258,7 +258,7 @@ def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
 
     which is :math:`\|m_1 - m_2\|/(2\xi)` for point masses (:math:`\gamma = 0`, the paper's
     :math:`\lambda`); iterating the denoiser collapses to the midpoint iff :math:`\lambda\le 1`
-    (Theorem thm-09-transition and Proposition prop-09-modes).
+    (:prf:ref:`thm-09-transition` and :prf:ref:`prop-09-modes`).
     """
     m = as_float_array(means, "means", ndim=2)
     if m.shape[0] != 2:
@@ -271,7 +271,7 @@ def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
 def tanh_fixed_point(lam: float) -> float:
     r"""The largest solution :math:`u^\star\ge 0` of :math:`u = \tanh(\lambda^2 u)`.
 
-    The attractor of Theorem thm-09-transition (Chapter 9): it is 0 for :math:`\lambda\le 1`;
+    The attractor of :prf:ref:`thm-09-transition` (Chapter 9): it is 0 for :math:`\lambda\le 1`;
     for :math:`\lambda > 1` it is found by bisection on :math:`(0, 1]`, where
     :math:`u - \tanh(\lambda^2u)` changes sign once (to within one ulp of the root).
     """

@@ -105,7 +105,7 @@ def _paper_two_heads(m1: np.ndarray, m2: np.ndarray, gamma: float, noise_std: fl
 def two_head_construction(means: Any, gamma: float, noise_std: float, *, variant: str = "book") -> tuple[Head, Head]:
     r"""Two softmax heads whose sum, on the noisy prompt, is exactly :math:`\mathbb E[X\mid Z]`.
 
-    Implements Theorem thm-08-two-heads (Chapter 8), eq. (eq-08-two-heads). Prior
+    Implements :prf:ref:`thm-08-two-heads` (Chapter 8), eq. :eq:`eq-08-two-heads`. Prior
     :math:`\pi_1\mathcal N(m_1,\gamma^2 I) + \pi_2\mathcal N(m_2,\gamma^2 I)` with
     :math:`\|m_1\| = \|m_2\|`, :math:`m_1\ne m_2`, any weights, :math:`d\ge 2`;
     :math:`\nu^2 = \gamma^2+\xi^2`, :math:`\hat\Delta = (m_1-m_2)/\|m_1-m_2\|`,
@@ -158,7 +158,7 @@ def two_head_construction(means: Any, gamma: float, noise_std: float, *, variant
 def one_head_construction(means: Any, gamma: float, noise_std: float) -> Head:
     r"""A single softmax head equal to :math:`\mathbb E[X\mid Z]` on the noisy prompt, when one exists.
 
-    Implements Theorem thm-08-one-head and Remark rem-08-point-masses (Chapter 8). Two
+    Implements :prf:ref:`thm-08-one-head` and :prf:ref:`rem-08-point-masses` (Chapter 8). Two
     components :math:`\mathcal N(m_k, \gamma^2 I)` with equal norms, :math:`\nu^2 = \gamma^2 + \xi^2`:
 
     * :math:`\gamma > 0`: one head is exact iff :math:`\gamma = \xi`; then
@@ -213,7 +213,7 @@ def one_head_construction(means: Any, gamma: float, noise_std: float) -> Head:
 def multihead_limit(mixture: GaussianMixture, queries: Any, heads: Sequence[Any]) -> np.ndarray:
     r"""The infinite-prompt output :math:`\sum_h T_{U_h,V_h}[\mu](z)` of a sum of softmax heads on the prompt law ``mixture``.
 
-    Implements eq. (eq-08-noisy-head) of Chapter 8 summed over heads (each head by
+    Implements eq. :eq:`eq-08-noisy-head` of Chapter 8 summed over heads (each head by
     :func:`gmmlib.limits.softmax_attention_limit`); ``heads`` holds :class:`~gmmlib.attention.Head`
     objects or (U, V) pairs.
     """
@@ -227,8 +227,8 @@ def multihead_finite_prompt_mse(mixture: GaussianMixture, queries: Any, heads: S
     r"""The finite-prompt constant of a sum of heads reading one prompt:
     :math:`C(z) = \lim_L L\,\mathbb E\|\sum_h (T_h[\hat\mu_L](z) - T_h[\mu](z))\|^2`.
 
-    Extends Proposition prop-01-clt (Chapter 1) to several heads on the same tokens (used for
-    Theorem thm-08-two-heads on finite prompts). Each head's error is, to first order,
+    Extends :prf:ref:`prop-01-clt` (Chapter 1) to several heads on the same tokens (used for
+    :prf:ref:`thm-08-two-heads` on finite prompts). Each head's error is, to first order,
     :math:`\frac1L\sum_j\psi_h(Z_j)` with :math:`\psi_h(x) = e^{a_h^\top x - \Lambda(a_h)}(V_hx - T_h)`,
     :math:`a_h = U_hz`, so
 
@@ -274,7 +274,7 @@ def multihead_finite_prompt_mse(mixture: GaussianMixture, queries: Any, heads: S
 # ---------------------------------------------------------------------------- residual layer (Chapter 10)
 @dataclass(frozen=True)
 class ResidualLayer:
-    r"""A residual multi-head layer followed by an output map (Chapter 10, eq. (eq-10-residual)).
+    r"""A residual multi-head layer followed by an output map (Chapter 10, eq. :eq:`eq-10-residual`).
 
     .. math::
 
@@ -317,7 +317,7 @@ class ResidualLayer:
 def residual_construction(dim: int, gamma: float, noise_std: float) -> ResidualLayer:
     r"""The task-independent residual two-head denoiser of Chapter 10.
 
-    Implements Theorem thm-10-residual (Chapter 10), eq. (eq-10-residual): the paper's
+    Implements :prf:ref:`thm-10-residual` (Chapter 10), eq. :eq:`eq-10-residual`: the paper's
     Proposition 4.4 (Gabet et al., 2026). With :math:`\nu^2 = \gamma^2 + \xi^2`,
 
     .. math::
@@ -354,8 +354,8 @@ def residual_denoiser(tokens: Any, queries: Any, layer: ResidualLayer) -> np.nda
     r"""The residual layer on a finite prompt:
     :math:`W_{\mathrm{out}}\big(z + T_{U_1,V_1}[\hat\mu_L](z), \dots, z + T_{U_H,V_H}[\hat\mu_L](z)\big)`.
 
-    Implements eq. (eq-10-residual) of Chapter 10 on the empirical measure of the prompt (the
-    in-context denoiser whose error eq. (eq-10-finite) describes).
+    Implements eq. :eq:`eq-10-residual` of Chapter 10 on the empirical measure of the prompt (the
+    in-context denoiser whose error eq. :eq:`eq-10-finite` describes).
 
     Parameters
     ----------
@@ -382,8 +382,7 @@ def residual_denoiser(tokens: Any, queries: Any, layer: ResidualLayer) -> np.nda
 def residual_limit(mixture: GaussianMixture, queries: Any, layer: ResidualLayer) -> np.ndarray:
     r"""The infinite-prompt limit of :func:`residual_denoiser` on the prompt law ``mixture``.
 
-    Implements eq. (eq-10-residual) of Chapter 10 on the prompt law itself (Theorem
-    thm-10-residual: it equals the task's Bayes denoiser).
+    Implements eq. :eq:`eq-10-residual` of Chapter 10 on the prompt law itself (:prf:ref:`thm-10-residual`: it equals the task's Bayes denoiser).
     """
     layer = _check_layer(layer)
     mixture = check_mixture(mixture)
@@ -397,7 +396,7 @@ def residual_limit(mixture: GaussianMixture, queries: Any, layer: ResidualLayer)
 def key_bias_tokens(X: Any) -> np.ndarray:
     r"""Clean tokens augmented with their squared norm: :math:`x\mapsto(x, \|x\|^2)`, shape (..., L, d+1).
 
-    The token layout of Proposition prop-10-key-bias (Chapter 10), the key bias of Smart et al. (2025).
+    The token layout of :prf:ref:`prop-10-key-bias` (Chapter 10), the key bias of Smart et al. (2025).
     """
     X = as_float_array(X, "X", ndim=(2, 3))
     return np.concatenate([X, np.sum(X**2, axis=-1, keepdims=True)], axis=-1)
@@ -407,7 +406,7 @@ def key_bias_parameters(dim: int, noise_std: float) -> Head:
     r"""The head on augmented tokens :math:`(x, \|x\|^2)` and queries :math:`(z, 1)` with scores
     :math:`x^\top z/\xi^2 - \|x\|^2/(2\xi^2)` and values :math:`x`.
 
-    Implements Proposition prop-10-key-bias (Chapter 10), eq. (eq-10-key-bias), the construction
+    Implements :prf:ref:`prop-10-key-bias` (Chapter 10), eq. :eq:`eq-10-key-bias`, the construction
     of Smart et al. (2025):
 
     .. math::
@@ -433,7 +432,7 @@ def key_bias_parameters(dim: int, noise_std: float) -> Head:
 def key_bias_attention(X: Any, queries: Any, noise_std: float) -> np.ndarray:
     r"""Attention of noisy queries over a clean prompt with the key bias :math:`-\|x\|^2/(2\xi^2)`.
 
-    Implements Proposition prop-10-key-bias (Chapter 10), eq. (eq-10-key-bias):
+    Implements :prf:ref:`prop-10-key-bias` (Chapter 10), eq. :eq:`eq-10-key-bias`:
 
     .. math::
 

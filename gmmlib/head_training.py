@@ -1,7 +1,7 @@
 r"""Fitting a sum of softmax heads to a target on the infinite prompt, with numpy gradients.
 
-Chapter 8 (Fig. fig-08-learning; Fig. 2 of Gabet et al., 2026). The model is
-eq. (eq-08-noisy-head) summed over heads, on a prompt law
+Chapter 8 (:numref:`fig-08-learning`; Fig. 2 of Gabet et al., 2026). The model is
+eq. :eq:`eq-08-noisy-head` summed over heads, on a prompt law
 :math:`\sum_k\pi_k\mathcal N(m_k, S)` with one shared covariance :math:`S`:
 
 .. math::
@@ -53,10 +53,10 @@ def _shared_covariance(prompt_law: GaussianMixture) -> np.ndarray:
     return prompt_law.shared_covariance("prompt_law", "eq. eq-08-noisy-head")
 
 
-def random_heads(n_heads: int, dim: int, rng: Any, scale: float = 0.1) -> tuple[Head, ...]:
+def random_heads(n_heads: int, dim: int, rng: Any, *, scale: float = 0.1) -> tuple[Head, ...]:
     r"""``n_heads`` heads with i.i.d. :math:`\mathcal N(0, \text{scale}^2)` entries in :math:`U` and :math:`V` (d × d).
 
-    The initialisation of the training runs of Chapter 8 (Fig. fig-08-learning).
+    The initialisation of the training runs of Chapter 8 (:numref:`fig-08-learning`).
     """
     check_positive(n_heads, "n_heads", integer=True)
     check_positive(dim, "dim", integer=True)
@@ -105,7 +105,7 @@ def heads_squared_error(prompt_law: GaussianMixture, heads: Sequence[Any], Z: An
                         weights: Any = None) -> tuple[float, np.ndarray, np.ndarray]:
     r"""Weighted squared error of a sum of heads on a shared-covariance mixture prompt, and its gradient.
 
-    Implements eq. (eq-08-noisy-head) of Chapter 8 summed over heads: with the prompt law
+    Implements eq. :eq:`eq-08-noisy-head` of Chapter 8 summed over heads: with the prompt law
     :math:`\sum_k\pi_k\mathcal N(m_k, S)`,
 
     .. math::
@@ -147,12 +147,12 @@ def online_sgd_heads(
     r"""Online SGD on a sum of heads in the infinite-prompt limit, with closed-form numpy gradients (no autograd).
 
     Why not :func:`gmmlib.training.train`: the model here is not a torch module but the
-    closed form of eq. (eq-08-noisy-head), whose gradient :func:`heads_squared_error` writes
+    closed form of eq. :eq:`eq-08-noisy-head`, whose gradient :func:`heads_squared_error` writes
     out in numpy, about 40 times faster than autograd for these small models. The steps are
     those of :func:`gmmlib.training.train` with ``optimizer="sgd"`` (the tests check it
     against ``train`` on the same gradients, to round-off).
 
-    The protocol of Fig. fig-08-learning (Chapter 8; Fig. 2 of Gabet et al., 2026): at every
+    The protocol of :numref:`fig-08-learning` (Chapter 8; Fig. 2 of Gabet et al., 2026): at every
     step a fresh batch :math:`(z_n, y_n)_{n\le b}` is drawn, the gradient :math:`g` of
     :math:`\frac1b\sum_n\|f(z_n) - y_n\|^2` is clipped to global norm ``clip_norm`` over all
     parameters (as ``torch.nn.utils.clip_grad_norm_``) and
@@ -235,7 +235,7 @@ def fit_heads(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target:
     r"""Minimise :func:`heads_squared_error` over all :math:`(U_h, V_h)` by L-BFGS, starting from ``heads``.
 
     Used in Chapter 8 for the best single head (from several starts) and for the polish of
-    the two-head run (Fig. fig-08-learning): with quadrature nodes and weights of the noisy
+    the two-head run (:numref:`fig-08-learning`): with quadrature nodes and weights of the noisy
     law as ``(Z, weights)`` and :math:`y = \mathbb E[X\mid Z]` as ``target`` it minimises the
     population excess risk on that rule. The run stops at ``max_iter`` iterations, when the
     projected gradient falls below ``gtol``, or as soon as the loss is at most ``f_target``.

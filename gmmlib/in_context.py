@@ -17,8 +17,7 @@ Writing :math:`1/B^2 = \int_0^\infty s\,e^{-sB}\,ds` and using the independence 
     + L(L-1)\,\|\mathcal A(s)\|^2\,\varphi(s)^{L-2}\Big]\,ds,
 
 with :math:`\varphi(s) = \mathbb E e^{-sw}`, :math:`\mathcal A(s) = \mathbb E[wDe^{-sw}]` and
-:math:`\mathcal B(s) = \mathbb E[w^2\|D\|^2e^{-sw}]` (Chapter 10, Proposition
-prop-10-mean-error). For a Gaussian mixture these are one-dimensional integrals over the score
+:math:`\mathcal B(s) = \mathbb E[w^2\|D\|^2e^{-sw}]` (Chapter 10, :prf:ref:`prop-10-mean-error`). For a Gaussian mixture these are one-dimensional integrals over the score
 :math:`x = a^\top Z`, because given its score a token's value is Gaussian.
 """
 
@@ -112,7 +111,7 @@ def in_context_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any, *, le
                    step: float = 0.5, cross: bool = True) -> np.ndarray:
     r"""The exact :math:`\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2` over prompts of :math:`L` i.i.d. tokens.
 
-    Implements Proposition prop-10-mean-error (Chapter 10). For a Gaussian mixture
+    Implements :prf:ref:`prop-10-mean-error` (Chapter 10). For a Gaussian mixture
     :math:`\mu = \sum_k\pi_k\mathcal N(m_k, S_k)`, a query :math:`z` and :math:`a = Uz`, the score
     of a token of component :math:`k` is :math:`x\sim\mathcal N(a^\top m_k, \kappa_k)`,
     :math:`\kappa_k = a^\top S_ka`, and given :math:`x` its centred value :math:`D = VZ - T`

@@ -40,7 +40,7 @@ of :math:`V` play no role), and the gated-experts identity gives the *effective 
 
 This is eqs. (6)–(7) of Gabet, Boursier & Boyer (2026) (their Lemma B.1), whose eq. (12)
 partitions :math:`U^\top` where the book partitions :math:`U`: the paper's :math:`(U_{11}, u_{12})`
-are the book's :math:`(U_{11}^\top, u_{21})` (Chapter 4's dictionary box, box-04-dictionary).
+are the book's :math:`(U_{11}^\top, u_{21})` (Chapter 4's :ref:`dictionary box <box-04-dictionary>`).
 
 Population risks
 ----------------
@@ -211,9 +211,9 @@ class EffectiveParams(NamedTuple):
     r"""Effective coordinates :math:`(w, b, r, s)` of :math:`f(x) = w^\top x + b + r\sigma(s_0 + s^\top x)`.
 
     Not a head: a different parameterisation, of the predictor rather than of the attention
-    matrices. :func:`effective_params` maps an :class:`LDABlocks` to it (eq-04-map), and many
-    heads share one point. The coordinates of Theorem thm-04-effective-predictor (Chapter 4)
-    and of the effective landscape, Theorem thm-05-landscape (Chapter 5).
+    matrices. :func:`effective_params` maps an :class:`LDABlocks` to it :eq:`eq-04-map`, and many
+    heads share one point. The coordinates of :prf:ref:`thm-04-effective-predictor` (Chapter 4)
+    and of the effective landscape, :prf:ref:`thm-05-landscape` (Chapter 5).
     """
 
     w: np.ndarray
@@ -299,7 +299,7 @@ class LDABlocks:
         return np.concatenate([self.U11.ravel(), self.u21, self.v21, [self.v22]])
 
     def balance(self) -> float:
-        r"""The balance :math:`Q = \|U_{11}\|_F^2 - \|v_{21}\|^2`, conserved by the gradient flow on the invariant set (Theorem thm-06-symmetric, Chapter 6)."""
+        r"""The balance :math:`Q = \|U_{11}\|_F^2 - \|v_{21}\|^2`, conserved by the gradient flow on the invariant set (:prf:ref:`thm-06-symmetric`, Chapter 6)."""
         return float(np.sum(self.U11**2) - self.v21 @ self.v21)
 
     @classmethod
@@ -327,7 +327,7 @@ def _check_eff(model: LDAModel, eff: Any) -> EffectiveParams:
 def effective_params(model: LDAModel, theta: LDABlocks) -> EffectiveParams:
     r"""The map :math:`\theta\mapsto(w,b,r,s)`.
 
-    Implements eq. eq-04-map of Theorem thm-04-effective-predictor (Chapter 4); the paper's
+    Implements eq. :eq:`eq-04-map` of :prf:ref:`thm-04-effective-predictor` (Chapter 4); the paper's
     eq. (7) in the book's block convention (its :math:`U_{11}, u_{12}` are :math:`U_{11}^\top, u_{21}` here).
 
     .. math::
@@ -348,7 +348,7 @@ def effective_params(model: LDAModel, theta: LDABlocks) -> EffectiveParams:
 def attention_jacobian(model: LDAModel, theta: LDABlocks) -> np.ndarray:
     r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders of :meth:`LDABlocks.vector` and ``(w, b, r, s)``.
 
-    Row :math:`k` is :math:`J^\top e_k`, the adjoint of eq-04-map (:func:`attention_risk_grad`'s
+    Row :math:`k` is :math:`J^\top e_k`, the adjoint of :eq:`eq-04-map` (:func:`attention_risk_grad`'s
     chain rule) applied to the :math:`k`-th coordinate vector: the map's derivative is written once.
     """
     model = check_type(model, LDAModel, "model")
@@ -361,7 +361,7 @@ def attention_jacobian(model: LDAModel, theta: LDABlocks) -> np.ndarray:
 def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
     r""":math:`f(x) = w^\top x + b + r\,\sigma(s_0 + s^\top x)` at each row of ``X``, shape (n,).
 
-    Implements eq. eq-04-effective of Theorem thm-04-effective-predictor (Chapter 4).
+    Implements eq. :eq:`eq-04-effective` of :prf:ref:`thm-04-effective-predictor` (Chapter 4).
     """
     model = check_type(model, LDAModel, "model")
     w, b, r, s = _check_eff(model, eff)
@@ -373,7 +373,7 @@ def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
 def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = None) -> LDABlocks:
     r"""A head with :math:`r = 0` realising :math:`f^*` (the gate is switched off by the readout).
 
-    Implements construction 1 of Proposition prop-04-constructions (Chapter 4); the paper
+    Implements construction 1 of :prf:ref:`prop-04-constructions` (Chapter 4); the paper
     mentions it in the remark closing its Lemma B.3. Returns the blocks :math:`\theta`;
     ``theta.head()`` (a :class:`gmmlib.attention.Head`) is the head itself.
     :math:`v_{22} = -v_{21}^\top\Delta/2` makes :math:`r = 0`, and then
@@ -405,7 +405,7 @@ def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = Non
 def construction_s0(model: LDAModel, v21: Any | None = None) -> LDABlocks:
     r"""A head with :math:`s = 0` realising :math:`f^*` (the gate is constant, :math:`\sigma(s_0) = \pi_+`).
 
-    Implements construction 2 of Proposition prop-04-constructions (Chapter 4), the
+    Implements construction 2 of :prf:ref:`prop-04-constructions` (Chapter 4), the
     construction of Lemma B.3 of Gabet et al. (2026) (their constraint (C) is :math:`s = 0`).
     Returns the blocks :math:`\theta`; ``theta.head()`` is the head itself.
     :math:`u_{21} = -U_{11}^\top\Delta/2` makes :math:`s = 0`; the intercept is then
@@ -441,7 +441,7 @@ def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str 
                     tol: float | None = RISK_TOLERANCE) -> float:
     r"""The population logistic risk :math:`R = \sum_c\pi_c\,\mathbb E[\ell(c f(X))\mid Y=c]` of :math:`f = w^\top x + b + r\sigma(s_0+s^\top x)`.
 
-    Implements Lemma lem-05-quadrature (Chapter 5): given the class, :math:`(w^\top X, s^\top X)` is
+    Implements :prf:ref:`lem-05-quadrature` (Chapter 5): given the class, :math:`(w^\top X, s^\top X)` is
     a bivariate Gaussian, so a two-dimensional rule computes :math:`R` in any dimension :math:`d`.
 
     ``rule="gauss-hermite"``: an ``n_points``² Gauss–Hermite rule. Its error decays geometrically,
@@ -494,8 +494,8 @@ def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40, *, rule:
                          tol: float | None = RISK_TOLERANCE) -> tuple[float, EffectiveParams]:
     r"""The risk and its gradient in :math:`(w, b, r, s)`.
 
-    Implements the partial derivatives in the proof of Theorem thm-05-landscape and Stein's
-    identity eq-05-stein (Chapter 5). With :math:`u = cf`, :math:`\ell'(u) = -\sigma(-u)`,
+    Implements the partial derivatives in the proof of :prf:ref:`thm-05-landscape` and Stein's
+    identity :eq:`eq-05-stein` (Chapter 5). With :math:`u = cf`, :math:`\ell'(u) = -\sigma(-u)`,
     :math:`\ell''(u) = \sigma(u)\sigma(-u)` and :math:`g = \sigma(s_0 + s^\top x)`:
 
     .. math::
@@ -519,7 +519,7 @@ def attention_risk_grad(model: LDAModel, theta: LDABlocks, n_points: int = 40, *
                         rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE) -> tuple[float, LDABlocks]:
     r"""The risk of a head and its gradient in :math:`\theta`, by the chain rule :math:`\nabla_\theta R = J^\top\nabla_{(w,b,r,s)}R`.
 
-    Implements the adjoint :math:`J^\top` of Proposition prop-05-adjoint (Chapter 5):
+    Implements the adjoint :math:`J^\top` of :prf:ref:`prop-05-adjoint` (Chapter 5):
 
     .. math::
 
@@ -537,7 +537,7 @@ def attention_risk_grad(model: LDAModel, theta: LDABlocks, n_points: int = 40, *
 def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None = None) -> tuple[np.ndarray, float]:
     r"""The best logistic risk of linear attention: :math:`R_{\mathrm{lin}} = \min_w \mathbb E\,\ell(Yw^\top X)`.
 
-    Implements Proposition prop-04-linear (Chapter 4): linear attention's limit on the query
+    Implements :prf:ref:`prop-04-linear` (Chapter 4): linear attention's limit on the query
     :math:`(x, 0)` is :math:`w_{\mathrm{lin}}^\top x` with
     :math:`w_{\mathrm{lin}}^\top = (V\,\mathbb E[ZZ^\top]\,U)_{d+1,1:d}`, any :math:`w_{\mathrm{lin}}` being
     reachable; the problem is a convex logistic regression without intercept, solved by BFGS
@@ -586,7 +586,7 @@ def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
 def zeta_sequence(model: LDAModel, c: Any, rho: float) -> EffectiveParams:
     r"""The diverging minimising sequence :math:`\zeta_\rho = (w^* - \sigma'(s_0)c,\ b^* - \sigma(s_0)\rho,\ \rho,\ c/\rho)`.
 
-    Implements Proposition prop-05-zeta (Chapter 5; Proposition 3.4 of Gabet et al., who write
+    Implements :prf:ref:`prop-05-zeta` (Chapter 5; Proposition 3.4 of Gabet et al., who write
     :math:`R` for :math:`\rho`). Its predictor is
     :math:`f^* + \rho[\sigma(s_0 + c^\top x/\rho) - \sigma(s_0) - \sigma'(s_0)c^\top x/\rho] = f^* + O(1/\rho)`.
     """

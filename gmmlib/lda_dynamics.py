@@ -41,7 +41,7 @@ def population_gradient_descent(model: LDAModel, theta0: LDABlocks, lr: float, s
                                 tol: float | None = RISK_TOLERANCE) -> LDABlocks:
     r"""Population gradient descent :math:`\theta_{k+1} = \theta_k - \eta\,\nabla_\theta R(\theta_k)` on one head.
 
-    The discrete dynamics of Proposition prop-06-local and Theorem thm-06-symmetric (Chapter 6).
+    The discrete dynamics of :prf:ref:`prop-06-local` and :prf:ref:`thm-06-symmetric` (Chapter 6).
     Not :func:`gmmlib.training.train`: there are no batches and no autograd here. Each step is
     deterministic, on the population risk computed by quadrature, so the iterates are the
     exact Euler steps of :func:`gradient_flow` (step ``lr``), to the rule's accuracy; ``train``
@@ -94,7 +94,7 @@ def gradient_flow(model: LDAModel, theta0: LDABlocks, t_eval: Any, n_points: int
                   rtol: float = 1e-10, atol: float = 1e-13) -> Trajectory:
     r"""The population gradient flow :math:`\dot\theta = -\nabla_\theta R(\theta)`, solved by an ODE solver.
 
-    The dynamics of Proposition prop-06-local and Theorem thm-06-symmetric (Chapter 6; Theorems
+    The dynamics of :prf:ref:`prop-06-local` and :prf:ref:`thm-06-symmetric` (Chapter 6; Theorems
     3.5 and 3.6 of Gabet et al., 2026). Gradient descent with a small step follows this flow
     at the time :math:`t = \eta k`; an ODE solver with error control reaches long horizons in
     few gradient evaluations. ``method`` is passed to ``scipy.integrate.solve_ivp``:
@@ -164,7 +164,7 @@ def sgd_chains(model: LDAModel, theta0: LDABlocks, lr: float, batch_size: int, s
     model and moves :math:`\theta \leftarrow \theta - \eta\,\frac1B\sum_b\nabla_\theta\ell(Y_bf_\theta(X_b))`.
     The gradient is written out: with :math:`c_b = -Y_b\sigma(-Y_bf_\theta(X_b))/B` and the
     gate :math:`g = \sigma(s_0 + s^\top x)`, :math:`\nabla_{(w,b,r,s)} = \sum_b c_b\,(X_b, 1, g_b, r g_b(1-g_b)X_b)`,
-    pulled back by the adjoint :math:`J^\top` of Proposition prop-05-adjoint,
+    pulled back by the adjoint :math:`J^\top` of :prf:ref:`prop-05-adjoint`,
     :math:`(\Gamma v_{21}g_w^\top + \Delta g_s^\top,\ 2g_s,\ \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\ -g_b + 2g_r)`.
     This is the same dynamics as :func:`gmmlib.training.train` with
     :class:`gmmlib.lda_torch.LDABlocksModule` and ``optimizer="sgd"`` (``tests/test_lda.py`` compares
@@ -249,7 +249,7 @@ def valley_excess(model: LDAModel, r: float, s: Any, n_points: int = 40, *,
     :math:`s` the gate's constant and linear parts are absorbed and what is left is
     :math:`\frac12 r\sigma''(s_0)(s^\top x)^2` (projected), so :math:`V` is quartic in :math:`s` when
     :math:`\sigma''(s_0)\ne0` and of sixth order at :math:`\pi_+ = \frac12`: the flat directions of
-    Proposition prop-06-local (Chapter 6) and the plateau of the symmetric runs.
+    :prf:ref:`prop-06-local` (Chapter 6) and the plateau of the symmetric runs.
 
     With ``refit=False`` the affine part is not refitted (:math:`a = 0`, :math:`c = 0`): the
     excess of the gate term alone, for comparison.
@@ -299,7 +299,7 @@ def sgd_excess_floor(model: LDAModel, theta: LDABlocks, lr: float, batch_size: i
                      n_samples: int = 50_000) -> float:
     r"""The stationary excess risk of constant-step SGD on fresh batches near a Bayes minimiser.
 
-    Implements remark rem-06-sgd-floor of Chapter 6. At a minimiser with :math:`f_\theta = f^\star`
+    Implements :prf:ref:`rem-06-sgd-floor` of Chapter 6. At a minimiser with :math:`f_\theta = f^\star`
     the logistic model is well specified, so the covariance of one sample's gradient equals the
     Hessian, :math:`\operatorname{Cov}\nabla_\theta\ell = H = \mathbb E[\sigma'(f)\,\nabla_\theta f\,\nabla_\theta f^\top]`
     (the term with :math:`\nabla^2_\theta f` has mean zero there). Linearised, SGD with step

@@ -27,8 +27,8 @@ A finite prompt of :math:`L` i.i.d. tokens is a self-normalised importance sampl
     = e^{\Lambda(2a) - 2\Lambda(a)}\;\mathbb E_{\mu^{(2a)}}\|VX - T[\mu](z)\|^2,
 
 with :math:`\Lambda(a) = \log\mathbb E_\mu e^{a^\top X}` the cumulant generating function and
-:math:`\mu^{(b)}` the tilt of :math:`\mu` by :math:`b` (Chapter 1: Lemma lem-01-tilt,
-Proposition prop-01-clt). For a Gaussian :math:`\mathcal N(m,\Gamma)`
+:math:`\mu^{(b)}` the tilt of :math:`\mu` by :math:`b` (Chapter 1: :prf:ref:`lem-01-tilt`,
+:prf:ref:`prop-01-clt`). For a Gaussian :math:`\mathcal N(m,\Gamma)`
 this is :math:`e^{\kappa}\,(\operatorname{tr}V\Gamma V^\top + \|V\Gamma a\|^2)`, :math:`\kappa = a^\top\Gamma a`.
 """
 
@@ -245,7 +245,7 @@ def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) ->
 
         C(z) = e^{\Lambda(2a) - 2\Lambda(a)}\;\mathbb E_{\mu^{(2a)}}\|VX - T[\mu](z)\|^2, \qquad a = Uz,
 
-    (Proposition prop-01-clt, eq. (eq-01-clt), and Corollary cor-01-gaussian of Chapter 1),
+    (:prf:ref:`prop-01-clt`, eq. :eq:`eq-01-clt`, and :prf:ref:`cor-01-gaussian` of Chapter 1),
     where :math:`\mu^{(2a)}` is the mixture tilted by :math:`2a`: with gates
     :math:`\beta_k` of that tilt, :math:`\mathbb E_{\mu^{(2a)}}\|VX - T\|^2 = \sum_k\beta_k
     [\operatorname{tr}(V\Gamma_kV^\top) + \|V(m_k + 2\Gamma_k a) - T\|^2]`. For a Gaussian
@@ -266,7 +266,7 @@ def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) ->
 def finite_prompt_mse_correction(mixture: GaussianMixture, queries: Any, U: Any, V: Any) -> np.ndarray:
     r"""The next term :math:`C_1(z)` of :math:`L\,\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2 = C(z) + C_1(z)/L + O(L^{-2})`.
 
-    Implements Proposition prop-01-correction, eq. (eq-01-correction), of Chapter 1.
+    Implements :prf:ref:`prop-01-correction`, eq. :eq:`eq-01-correction`, of Chapter 1.
 
     With normalised weights :math:`\tilde w = e^{a^\top X}/\mathbb E e^{a^\top X}` and
     :math:`f = VX - T[\mu](z)`, expanding :math:`1/D^2` around the mean of the
@@ -279,7 +279,7 @@ def finite_prompt_mse_correction(mixture: GaussianMixture, queries: Any, U: Any,
 
     each moment computed by tilting: :math:`\mathbb E[\tilde w^k g(X)] = e^{\Lambda(ka) - k\Lambda(a)}\,
     \mathbb E_{\mu^{(ka)}} g(X)`. For a Gaussian, with :math:`t_V = \operatorname{tr}V\Gamma V^\top`
-    and :math:`g = \|V\Gamma a\|^2` (eq. (eq-01-correction-gaussian)),
+    and :math:`g = \|V\Gamma a\|^2` (eq. :eq:`eq-01-correction-gaussian`),
     :math:`C_1 = -2e^{3\kappa}(t_V + 4g) + 3e^{2\kappa}(t_V + 3g) - e^{\kappa}(t_V + g)`: the
     relative correction :math:`C_1/(CL)` is of order :math:`e^{2\kappa}/L`, so the law
     :math:`C/L` is accurate only once :math:`L \gg e^{2\kappa}`.
@@ -309,7 +309,7 @@ def finite_prompt_mse_exact(mixture: GaussianMixture, queries: Any, U: Any, V: A
                             n_points: int = 160) -> np.ndarray:
     r"""The exact :math:`L\,\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2` on a Gaussian prompt, for any :math:`L \ge 2`.
 
-    Implements Proposition prop-01-exact, eq. (eq-01-exact), of Chapter 1. For
+    Implements :prf:ref:`prop-01-exact`, eq. :eq:`eq-01-exact`, of Chapter 1. For
     :math:`\mu = \mathcal N(m,\Gamma)`, :math:`a = Uz`, :math:`\kappa = a^\top\Gamma a > 0`, write the
     score of a token as :math:`a^\top m + \sqrt\kappa\,\xi` with :math:`\xi\sim\mathcal N(0, 1)`, its
     normalised weight :math:`\tilde w = e^{\sqrt\kappa\,\xi - \kappa/2}`, :math:`r = \xi/\sqrt\kappa`,

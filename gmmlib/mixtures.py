@@ -374,7 +374,7 @@ class GaussianMixture:
         ``a`` may be (d,) (returns shape (K,)) or (n, d) (returns (n, K)). Finite for every
         finite ``a``: where the logits overflow the softmax saturates, and it is computed as
         such (the component with the largest :math:`a^\top\Gamma_k a`, then :math:`a^\top m_k`, wins).
-        These are the gates of attention's infinite-prompt limit (Chapter 1, Lemma lem-01-tilt).
+        These are the gates of attention's infinite-prompt limit (Chapter 1, :prf:ref:`lem-01-tilt`).
         """
         a = self._check_direction(a)
         A = np.atleast_2d(a)
@@ -394,7 +394,7 @@ class GaussianMixture:
     def log_mgf(self, a: Any) -> np.ndarray | float:
         r"""The cumulant generating function :math:`\Lambda(a) = \log\mathbb E\, e^{a^\top X} = \operatorname{logsumexp}_k(\log\pi_k + a^\top m_k + \tfrac12 a^\top\Gamma_k a)`.
 
-        :math:`\Lambda` of Lemma lem-01-tilt (Chapter 1).
+        :math:`\Lambda` of :prf:ref:`lem-01-tilt` (Chapter 1).
 
         ``a`` may be (d,) (returns a float) or (n, d) (returns shape (n,)). Raises ``ValueError``
         where the value is beyond the float range (:math:`a^\top\Gamma_k a` overflows).
@@ -405,8 +405,7 @@ class GaussianMixture:
     def tilt(self, a: Any) -> "GaussianMixture":
         r"""The exponentially tilted mixture :math:`\mu^{(a)}` with density :math:`\propto e^{a^\top x}\mu(x)`.
 
-        Eq. (eq-01-tilt) of Lemma lem-01-tilt (Chapter 1); for one Gaussian it is Lemma
-        lem-02-tilt (Chapter 2), and for a mixture Chapter 3's gated affine experts.
+        Eq. :eq:`eq-01-tilt` of :prf:ref:`lem-01-tilt` (Chapter 1); for one Gaussian it is :prf:ref:`lem-02-tilt` (Chapter 2), and for a mixture Chapter 3's gated affine experts.
 
         Component :math:`k` keeps its covariance, moves to :math:`m_k + \Gamma_k a` and gets
         weight :math:`\propto \pi_k e^{a^\top m_k + \frac12 a^\top\Gamma_k a}` (computed

@@ -35,8 +35,8 @@ On a finite prompt linear attention predicts :math:`\hat y = \frac bL\sum_j y_j 
 minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L} I\big)^{-1}`
 (Zhang, Frei and Bartlett's fixed point), with minimum
 :math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L) + \xi^2`.
-The book's labels: Proposition prop-02-regression (the prediction and risk),
-prop-02-optimum, thm-02-flow, prop-02-finite-risk and prop-02-softmax-variance (Chapter 2).
+The book's labels: :prf:ref:`prop-02-regression` (the prediction and risk),
+:prf:ref:`prop-02-optimum`, :prf:ref:`thm-02-flow`, :prf:ref:`prop-02-finite-risk` and :prf:ref:`prop-02-softmax-variance` (Chapter 2).
 
 Every function takes the task first (the covariance ``cov`` :math:`= \Sigma`), then the
 parameters (``A, b``, or a head's ``U, V``), then options as keywords (``noise_std``), as
@@ -133,7 +133,7 @@ class RegressionBatch(PromptBatch):
 def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std: float = 0.0) -> RegressionBatch:
     r"""Draw ``n_prompts`` prompts of ``length`` tokens :math:`(x_j, y_j)` and one query each.
 
-    The data model of Proposition prop-02-regression (Chapter 2): :math:`w\sim\mathcal N(0, I_d)`
+    The data model of :prf:ref:`prop-02-regression` (Chapter 2): :math:`w\sim\mathcal N(0, I_d)`
     per prompt, :math:`x_j, x_q\sim\mathcal N(0,\Sigma)` i.i.d. and
     :math:`y = w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0, \xi^2)` i.i.d.
 
@@ -168,7 +168,7 @@ def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std
 def token_covariance(cov: Any, w: Any, *, noise_std: float = 0.0) -> np.ndarray:
     r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix}` of :math:`z = (x, y)`.
 
-    Eq. (eq-02-token-law) of Chapter 2 (with :math:`\xi` = ``noise_std``).
+    Eq. :eq:`eq-02-token-law` of Chapter 2 (with :math:`\xi` = ``noise_std``).
     """
     S = _check_cov(cov)
     xi = _check_noise(noise_std)
@@ -186,7 +186,7 @@ def token_law(cov: Any, w: Any, *, noise_std: float = 0.0) -> GaussianMixture:
 
 
 class RegressionBlocks(NamedTuple):
-    r"""A head on the regression token layout, stored as the blocks :math:`(A, b)` of Proposition prop-02-regression.
+    r"""A head on the regression token layout, stored as the blocks :math:`(A, b)` of :prf:ref:`prop-02-regression`.
 
     Not a :class:`gmmlib.attention.Head` because only :math:`U_{xx} = A` and :math:`V_{yy} = b`
     are free in this parametrisation (Chapter 2): these are the coordinates of the risk, its
@@ -202,7 +202,7 @@ class RegressionBlocks(NamedTuple):
         return embed_parameters(self.A, self.b)
 
     def balance(self) -> float:
-        r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow (Theorem thm-02-flow; the chapter's "imbalance").
+        r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow (:prf:ref:`thm-02-flow`; the chapter's "imbalance").
 
         The same idea and name as :meth:`gmmlib.lda.LDABlocks.balance`.
         """
@@ -212,7 +212,7 @@ class RegressionBlocks(NamedTuple):
 def embed_parameters(A: Any, b: float) -> Head:
     r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both (d+1, d+1).
 
-    The parametrisation of Proposition prop-02-regression (Chapter 2). Returns a
+    The parametrisation of :prf:ref:`prop-02-regression` (Chapter 2). Returns a
     :class:`gmmlib.attention.Head`; ``U, V = embed_parameters(A, b)`` unpacks it.
     """
     A = as_float_array(A, "A", ndim=2)
@@ -230,7 +230,7 @@ def embed_parameters(A: Any, b: float) -> Head:
 def limit_prediction(cov: Any, A: Any, b: float, w: Any, x_query: Any) -> np.ndarray:
     r"""The infinite-prompt prediction :math:`\hat y = b\,w^\top\Sigma A x_q` (softmax and linear attention agree).
 
-    Eq. (eq-02-prediction) of Proposition prop-02-regression (Chapter 2); label noise does not enter.
+    Eq. :eq:`eq-02-prediction` of :prf:ref:`prop-02-regression` (Chapter 2); label noise does not enter.
 
     Parameters
     ----------
@@ -262,7 +262,7 @@ def limit_prediction(cov: Any, A: Any, b: float, w: Any, x_query: Any) -> np.nda
 def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> float:
     r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A - I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
 
-    Eq. (eq-02-risk) of Proposition prop-02-regression (Chapter 2); :math:`\xi` = ``noise_std``
+    Eq. :eq:`eq-02-risk` of :prf:ref:`prop-02-regression` (Chapter 2); :math:`\xi` = ``noise_std``
     adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first
     and the parameters second, as in :func:`gmmlib.lda.population_risk`.
     """
@@ -274,13 +274,13 @@ def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> fl
 
 
 def _risk_grad(S: np.ndarray, A: np.ndarray, b: float) -> RegressionBlocks:
-    """The gradient of eq-02-risk on validated inputs: the one copy (the flow calls it)."""
+    """The gradient of :eq:`eq-02-risk` on validated inputs: the one copy (the flow calls it)."""
     G = 2.0 * S @ (b * S @ A - np.eye(S.shape[0])) @ S
     return RegressionBlocks(b * G, float(np.sum(G * A)))
 
 
 def population_risk_grad(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> tuple[float, RegressionBlocks]:
-    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (Theorem thm-02-flow, Chapter 2).
+    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (:prf:ref:`thm-02-flow`, Chapter 2).
 
     With :math:`G = \nabla f(M) = 2\Sigma(\Sigma M - I)\Sigma` at :math:`M = bA`:
     :math:`\nabla_A\mathcal R = bG` and :math:`\partial_b\mathcal R = \langle G, A\rangle_F`
@@ -300,7 +300,7 @@ def population_risk_grad(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) 
 def optimal_parameters(cov: Any) -> RegressionBlocks:
     r"""The balanced minimiser :math:`A^* = \operatorname{tr}(\Sigma^{-2})^{-1/4}\Sigma^{-1}`, :math:`b^* = \operatorname{tr}(\Sigma^{-2})^{1/4}`.
 
-    Eq. (eq-02-optimum) of Proposition prop-02-optimum (Chapter 2).
+    Eq. :eq:`eq-02-optimum` of :prf:ref:`prop-02-optimum` (Chapter 2).
 
     :math:`b^*A^* = \Sigma^{-1}`, so :math:`\hat y = w^\top x_q` exactly, and
     :math:`\|A^*\|_F = b^*` (the point the balanced gradient flow reaches).
@@ -317,7 +317,7 @@ def optimal_linear_map(cov: Any, length: int | None = None, *, noise_std: float 
     r"""The optimal product :math:`bA` for linear attention on prompts of :math:`L` = ``length`` tokens.
 
     :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L}I\big)^{-1}`
-    (Proposition prop-02-finite-risk, Chapter 2); :math:`\Gamma_\infty^* = \Sigma^{-1}` for
+    (:prf:ref:`prop-02-finite-risk`, Chapter 2); :math:`\Gamma_\infty^* = \Sigma^{-1}` for
     ``length=None``.
     """
     S = _check_cov(cov)
@@ -332,7 +332,7 @@ def optimal_linear_map(cov: Any, length: int | None = None, *, noise_std: float 
 def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *, noise_std: float = 0.0) -> float:
     r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V = be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
 
-    Eq. (eq-02-finite-risk) of Proposition prop-02-finite-risk (Chapter 2), with label noise
+    Eq. :eq:`eq-02-finite-risk` of :prf:ref:`prop-02-finite-risk` (Chapter 2), with label noise
     :math:`\xi` = ``noise_std``:
 
     .. math::
@@ -357,7 +357,7 @@ def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *, noise_
 def optimal_finite_prompt_linear_risk(cov: Any, length: int, *, noise_std: float = 0.0) -> float:
     r"""The smallest risk of one linear-attention head on prompts of :math:`L` = ``length`` tokens.
 
-    Eq. (eq-02-finite-optimum) of Proposition prop-02-finite-risk (Chapter 2):
+    Eq. :eq:`eq-02-finite-optimum` of :prf:ref:`prop-02-finite-risk` (Chapter 2):
     :math:`\mathcal R_L^* = \operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma_L^*) + \xi^2
     = \sum_i \lambda_i\,\frac{\lambda_i + t}{(L+1)\lambda_i + t} + \xi^2`, :math:`t = \operatorname{tr}\Sigma + \xi^2`
     (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for :math:`\Sigma = I_d`, :math:`\xi = 0`.
@@ -371,7 +371,7 @@ def optimal_finite_prompt_linear_risk(cov: Any, length: int, *, noise_std: float
 def softmax_variance_constant(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> float:
     r"""The prompt-length constant :math:`\bar C = \mathbb E\,c(w, x_q)` of softmax attention.
 
-    Eq. (eq-02-softmax-variance) of Proposition prop-02-softmax-variance (Chapter 2). For one
+    Eq. :eq:`eq-02-softmax-variance` of :prf:ref:`prop-02-softmax-variance` (Chapter 2). For one
     query the finite-prompt error law of Chapter 1 gives, with :math:`a = (Ax_q, 0)` and the
     token law :math:`\mathcal N(0,\Gamma_w)`,
     :math:`L\,\mathbb E[(\hat y_L - \hat y_\infty)^2\mid w, x_q] \to c(w, x_q) = e^{\kappa}\,b^2\big(w^\top\Sigma w + \xi^2 + (w^\top\Sigma Ax_q)^2\big)`,
@@ -408,7 +408,7 @@ def softmax_variance_constant(cov: Any, A: Any, b: float, *, noise_std: float = 
 def softmax_family_constant(cov: Any, c2: Any, *, noise_std: float = 0.0) -> np.ndarray | float:
     r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
 
-    Proposition prop-02-softmax-variance (Chapter 2). There :math:`\Sigma A_\Sigma = c^2 I`,
+    :prf:ref:`prop-02-softmax-variance` (Chapter 2). There :math:`\Sigma A_\Sigma = c^2 I`,
     :math:`A_{\Sigma^2} = c^2 I` and :math:`(\Sigma^{-1} - 2A_\Sigma)^{-1} = \Sigma/(1 - 2c^2)`, so
 
     .. math::
@@ -455,7 +455,7 @@ def head_map(U: Any, V: Any) -> np.ndarray:
     :math:`(v_x, v_y) = V_{[-1,:]}`, the infinite-prompt prediction of a full head is
     :math:`w^\top\Sigma P x_q` plus a part even in :math:`w`, with
     :math:`P = v_y U_{xx} + v_x u_{yx}^\top` (Chapter 2, the proof of
-    Proposition prop-02-finite-risk). For the block head of Proposition prop-02-regression,
+    :prf:ref:`prop-02-finite-risk`). For the block head of :prf:ref:`prop-02-regression`,
     :math:`P = bA`.
 
     Returns
@@ -475,7 +475,7 @@ def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_point
     r"""Infinite-prompt risk of a full head :math:`(U, V)` (softmax or linear: they agree here).
 
     The prediction is the last coordinate of :math:`V\Gamma_w U z_q`, :math:`z_q = (x_q, 0)`
-    (Lemma lem-02-tilt on the centred token law (eq-02-token-law), Chapter 2), a polynomial of
+    (:prf:ref:`lem-02-tilt` on the centred token law :eq:`eq-02-token-law`, Chapter 2), a polynomial of
     degree 2 in :math:`w` and 1 in :math:`x_q`; the squared error has degree 4 in :math:`w` and 2
     in :math:`x_q`, so tensor Gauss–Hermite quadrature with 3 nodes per direction of :math:`w` and
     2 per direction of :math:`x_q` computes :math:`\mathbb E(\hat y - y_q)^2` exactly (up to
@@ -530,7 +530,7 @@ def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
                   atol: float = 1e-15) -> Trajectory:
     r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from :math:`\theta_0 = (A_0, b_0)`.
 
-    The gradient flow of Theorem thm-02-flow (Chapter 2); label noise only adds a constant
+    The gradient flow of :prf:ref:`thm-02-flow` (Chapter 2); label noise only adds a constant
     :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853
     (explicit Runge–Kutta of order 8) at the given tolerances. Same order of arguments and
     same return type as :func:`gmmlib.lda_dynamics.gradient_flow`.

@@ -14,7 +14,7 @@ the readout with are in :mod:`gmmlib.classification`.
     r_k(z) = \frac{\pi_k\int a(z,\cdot)\,d\mu_k}{\sum_j\pi_j\int a(z,\cdot)\,d\mu_j},
 
 is a query-dependent convex combination of the per-component attentions
-(Proposition prop-03-alignment of Chapter 3, which is Proposition A.1 of Gabet, Boursier
+(:prf:ref:`prop-03-alignment` of Chapter 3, which is Proposition A.1 of Gabet, Boursier
 and Boyer 2026; :func:`alignment_attention_limit`). Softmax attention is
 :math:`\ell(z,z') = z'^\top Uz`; with a shared covariance its limit is
 :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k` (:func:`gmmlib.limits.shared_covariance_limit`).
@@ -71,8 +71,7 @@ LogAlignment = Callable[[np.ndarray, np.ndarray], np.ndarray]
 def softmax_log_alignment(U: Any) -> LogAlignment:
     r"""The softmax alignment :math:`\ell(z, z') = z'^\top U z` (``U`` of shape (d, d)).
 
-    With it, Proposition prop-03-alignment (Chapter 3) reduces to Theorem
-    thm-03-gated-experts: the responsibilities are the gates :math:`\alpha_k(z)`.
+    With it, :prf:ref:`prop-03-alignment` (Chapter 3) reduces to :prf:ref:`thm-03-gated-experts`: the responsibilities are the gates :math:`\alpha_k(z)`.
     """
     U = as_float_array(U, "U", ndim=2)
     if U.shape[0] != U.shape[1]:
@@ -90,7 +89,7 @@ def gaussian_kernel_log_alignment(noise_std: float) -> LogAlignment:
     Attention with this alignment is the Nadaraya–Watson kernel smoother of bandwidth
     :math:`\xi`. Since :math:`e^{\ell(z,z')}\propto\mathcal N(z; z', \xi^2 I)`, its limit on a prompt
     law :math:`\mu` is :math:`\mathbb E[X\mid X + \xi\varepsilon = z]`, the Bayes denoiser at noise
-    standard deviation :math:`\xi` (Chapter 3, after Proposition prop-03-alignment; Chapter 8):
+    standard deviation :math:`\xi` (Chapter 3, after :prf:ref:`prop-03-alignment`; Chapter 8):
     the kernel's bandwidth *is* the noise level :math:`\xi` of the denoising chapters.
     """
     check_positive(noise_std, "noise_std")
@@ -119,7 +118,7 @@ def _eval_alignment(log_alignment: LogAlignment, Q: np.ndarray, K: np.ndarray) -
 
 
 def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, V: Any) -> np.ndarray:
-    r"""Finite-prompt attention with a positive alignment :math:`a = e^{\ell}`: eq. (eq-03-alignment-attention) on :math:`\hat\mu_L`.
+    r"""Finite-prompt attention with a positive alignment :math:`a = e^{\ell}`: eq. :eq:`eq-03-alignment-attention` on :math:`\hat\mu_L`.
 
     .. math::
 
@@ -152,7 +151,7 @@ def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, 
 
 
 class AlignmentDecomposition(NamedTuple):
-    r"""The mixture decomposition :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)` (eq. eq-03-alignment-decomposition).
+    r"""The mixture decomposition :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)` (eq. :eq:`eq-03-alignment-decomposition`).
 
     Fields: ``output`` (n, p), the attention :math:`T_a[\mu](z)`; ``responsibilities`` (n, K),
     the query-dependent weights :math:`r_k(z)\propto\pi_k\int a(z,\cdot)\,d\mu_k`; and
@@ -169,7 +168,7 @@ def alignment_attention_limit(
 ) -> AlignmentDecomposition:
     r"""Infinite-prompt attention with alignment :math:`a = e^{\ell}`, decomposed over the components.
 
-    Implements Proposition prop-03-alignment (Chapter 3), eq. (eq-03-alignment-decomposition),
+    Implements :prf:ref:`prop-03-alignment` (Chapter 3), eq. :eq:`eq-03-alignment-decomposition`,
     for Gaussian components. For each :math:`\mu_k = \mathcal N(m_k, \Gamma_k)`, Gauss–Hermite
     quadrature (``n_points`` per direction, nodes :math:`x_{k,i}`, weights :math:`w_i`) gives
 
@@ -212,7 +211,7 @@ def alignment_attention_limit(
 
 # --------------------------------------------------------------------------- tasks
 def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMixture:
-    r"""The law of the tokens :math:`(x, y_k)`: eq. (eq-07-token-mixture) of Chapter 7.
+    r"""The law of the tokens :math:`(x, y_k)`: eq. :eq:`eq-07-token-mixture` of Chapter 7.
 
     Components :math:`\mathcal N\big((m_k, y_k), \operatorname{diag}(\Gamma_k, 0)\big)`.
 
@@ -282,11 +281,11 @@ def xor_task(offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> tuple[Gaus
 
 
 def xor_posterior_mean(X: Any, offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> np.ndarray:
-    r"""The Bayes score of XOR, eq. (eq-07-xor-bayes) of Chapter 7: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
+    r"""The Bayes score of XOR, eq. :eq:`eq-07-xor-bayes` of Chapter 7: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
 
     (The coordinates are independent given the component, and
     :math:`P(m_{k,i} = \nu\mid x_i) = \sigma(2\nu x_i/\gamma^2)`, so
-    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; Proposition prop-07-xor-bayes.)
+    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; :prf:ref:`prop-07-xor-bayes`.)
 
     Parameters
     ----------
@@ -304,11 +303,10 @@ def xor_posterior_mean(X: Any, offset: float = XOR_OFFSET, gamma: float = XOR_GA
 
 
 def xor_bayes_accuracy(offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> float:
-    r"""The Bayes accuracy of XOR, eq. (eq-07-xor-bayes): :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
+    r"""The Bayes accuracy of XOR, eq. :eq:`eq-07-xor-bayes`: :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
 
     The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates
-    fall on the side of their component's mean, or both on the wrong side (Proposition
-    prop-07-xor-bayes, Chapter 7).
+    fall on the side of their component's mean, or both on the wrong side (:prf:ref:`prop-07-xor-bayes`, Chapter 7).
     """
     check_positive(offset, "offset")
     check_positive(gamma, "gamma")
@@ -317,7 +315,7 @@ def xor_bayes_accuracy(offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> 
 
 
 def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
-    r"""The label-readout head of Theorem thm-07-label-readout (Chapter 7), eq. (eq-07-construction).
+    r"""The label-readout head of :prf:ref:`thm-07-label-readout` (Chapter 7), eq. :eq:`eq-07-construction`.
 
     :math:`U = \operatorname{diag}(\omega\,\Gamma^{-1}, 0)`, :math:`V = [0\;|\;I_q]`; with
     :math:`\omega = 1` the readout is the Bayes posterior mean of the label when the means have
@@ -330,7 +328,7 @@ def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
     label_dim : int
         :math:`q`, the size of the label block.
     omega : float
-        The scale :math:`\omega > 0` of :math:`U` (exercise ex-07-scale).
+        The scale :math:`\omega > 0` of :math:`U` (:ref:`ex-07-scale`).
 
     Returns
     -------
@@ -377,7 +375,7 @@ def sample_prompts(
 
     Tokens are :math:`(x_j, y_{k_j})` with :math:`k_j\sim\pi` and
     :math:`x_j\sim\mathcal N(m_{k_j},\Gamma_{k_j})` i.i.d., i.e. draws from
-    :func:`token_mixture` (eq. eq-07-token-mixture, Chapter 7); queries are :math:`(x, 0)` with
+    :func:`token_mixture` (eq. :eq:`eq-07-token-mixture`, Chapter 7); queries are :math:`(x, 0)` with
     :math:`x` drawn from the same mixture, independently of the prompt.
 
     Parameters
@@ -425,7 +423,7 @@ def decide(readout: Any) -> np.ndarray:
     label; a vector readout whose largest entry is attained more than once gives
     :data:`TIE` (``-1``), which is no class. So a head whose readout is constant across the
     classes (``W = 0``, or equal rows) decides nothing and scores 0, in agreement with
-    :func:`gmmlib.classification.linear_rule_accuracy` and Proposition prop-07-linear-ceiling, instead of
+    :func:`gmmlib.classification.linear_rule_accuracy` and :prf:ref:`prop-07-linear-ceiling`, instead of
     answering class 0 everywhere.
 
     Parameters

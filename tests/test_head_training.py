@@ -22,7 +22,7 @@ def _shared_law(rng):
 
 def test_heads_squared_error_matches_the_limit_and_finite_differences(rng):
     law = _shared_law(rng)
-    heads = random_heads(3, 2, rng, 0.5)
+    heads = random_heads(3, 2, rng, scale=0.5)
     Z, Y, w = rng.normal(size=(30, 2)) * 3, rng.normal(size=(30, 2)), rng.uniform(size=30)
     loss, gU, gV = heads_squared_error(law, heads, Z, Y, w)
     # the loss: the general closed form of gmmlib.limits (per-component covariances), summed over heads
@@ -82,7 +82,7 @@ def test_online_sgd_heads_is_the_training_loop(rng):
         Z, _ = law.sample(n, r)
         return Z, bayes_denoiser(prior, 1.5, Z)
 
-    start = random_heads(2, 2, 5, 0.3)
+    start = random_heads(2, 2, 5, scale=0.3)
     heads, hist = online_sgd_heads(law, start, sample, steps=200, lr=2e-2, batch_size=16, rng=9,
                                    clip_norm=1.0, chunk_steps=1, log_every=50,
                                    eval_fn=lambda h: {"n": float(len(h))})
@@ -123,6 +123,6 @@ def test_fit_heads_finds_an_exact_two_head_denoiser(rng):
 
 
 def test_random_heads_are_seeded():
-    a, b = random_heads(3, 4, 7, 0.2), random_heads(3, 4, 7, 0.2)
+    a, b = random_heads(3, 4, 7, scale=0.2), random_heads(3, 4, 7, scale=0.2)
     assert len(a) == 3 and all(h.U.shape == h.V.shape == (4, 4) for h in a)
     assert all(np.array_equal(x.U, y.U) and np.array_equal(x.V, y.V) for x, y in zip(a, b))
