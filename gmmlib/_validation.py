@@ -79,7 +79,9 @@ def check_rng(rng: Any, name: str = "rng") -> np.random.Generator:
         if rng < 0:
             raise ValueError(f"{name} must be a non-negative integer seed, got {rng}")
         return np.random.default_rng(int(rng))
-    raise TypeError(f"{name} must be a numpy Generator or an integer seed, got {type(rng).__name__}")
+    raise TypeError(
+        f"{name} must be a numpy Generator or an integer seed, got {type(rng).__name__}"
+    )
 
 
 def check_positive(x: Any, name: str, *, integer: bool = False, allow_zero: bool = False) -> Any:
@@ -136,13 +138,21 @@ def check_covariances(covs: Any, name: str = "covs", *, definite: bool = False) 
     """
     C = as_float_array(covs, name, ndim=(2, 3))
     if C.shape[-1] != C.shape[-2] or C.shape[-1] == 0:
-        raise ValueError(f"{name} must hold square (d, d) matrices with d >= 1, got shape {C.shape}")
+        raise ValueError(
+            f"{name} must hold square (d, d) matrices with d >= 1, got shape {C.shape}"
+        )
     stack = C if C.ndim == 3 else C[None]
     scale = max(1.0, float(np.max(np.abs(stack)))) if stack.size else 1.0
-    gap = np.max(np.abs(stack - np.swapaxes(stack, -1, -2)), axis=(-1, -2)) if stack.size else np.zeros(1)
+    gap = (
+        np.max(np.abs(stack - np.swapaxes(stack, -1, -2)), axis=(-1, -2))
+        if stack.size
+        else np.zeros(1)
+    )
     if np.max(gap) > SYM_TOL * scale:
         where = f"; component {int(np.argmax(gap))}" if C.ndim == 3 else ""
-        raise ValueError(f"{name} must be symmetric{where}: it differs from its transpose by {np.max(gap):.3g}")
+        raise ValueError(
+            f"{name} must be symmetric{where}: it differs from its transpose by {np.max(gap):.3g}"
+        )
     sym = 0.5 * (stack + np.swapaxes(stack, -1, -2))
     low = np.linalg.eigvalsh(sym).min(axis=-1)
     bad = low <= 0 if definite else low < -SYM_TOL * scale
@@ -160,7 +170,9 @@ def check_queries(queries: Any, d: int, name: str = "queries") -> tuple[np.ndarr
     single = Q.ndim == 1
     Q = Q[None, :] if single else Q
     if Q.shape[1] != d:
-        raise ValueError(f"{name} must have shape (n, {d}) to match the dimension {d}, got {Q.shape}")
+        raise ValueError(
+            f"{name} must have shape (n, {d}) to match the dimension {d}, got {Q.shape}"
+        )
     return Q, single
 
 

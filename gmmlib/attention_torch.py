@@ -20,7 +20,8 @@ __all__ = ["AttentionHead"]
 
 
 class AttentionHead(nn.Module):
-    r"""One trainable attention head :math:`(\text{tokens}, \text{queries}) \mapsto T_{U,V}`: the torch twin of :class:`Head`.
+    r"""One trainable attention head :math:`(\text{tokens}, \text{queries}) \mapsto T_{U,V}`: the
+    torch twin of :class:`Head`.
 
     :meth:`from_head` starts it at a :class:`Head`; :meth:`head` reads its current parameters back.
 
@@ -83,7 +84,9 @@ class AttentionHead(nn.Module):
         self.V = nn.Parameter(init(V0, (int(p), int(d)), "V0"))
 
     @classmethod
-    def from_head(cls, head: Head, *, kind: str = "softmax", dtype: torch.dtype = torch.float64) -> "AttentionHead":
+    def from_head(
+        cls, head: Head, *, kind: str = "softmax", dtype: torch.dtype = torch.float64
+    ) -> "AttentionHead":
         """The trainable twin of a :class:`Head`, starting at its ``(U, V)``."""
         if not isinstance(head, Head):
             raise TypeError(f"head must be a gmmlib.attention.Head, got {type(head).__name__}")
@@ -92,10 +95,11 @@ class AttentionHead(nn.Module):
 
     def head(self) -> Head:
         """The current parameters as a :class:`Head` (detached float64 copies)."""
-        return Head(self.U.detach().to(torch.float64).cpu().numpy().copy(),
-                    self.V.detach().to(torch.float64).cpu().numpy().copy())
+        return Head(
+            self.U.detach().to(torch.float64).cpu().numpy().copy(),
+            self.V.detach().to(torch.float64).cpu().numpy().copy(),
+        )
 
     def forward(self, tokens: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         fn = softmax_attention if self.kind == "softmax" else linear_attention
         return fn(tokens, queries, self.U, self.V)
-

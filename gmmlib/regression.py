@@ -1,18 +1,19 @@
 r"""In-context linear regression with one attention head (Chapter 2).
 
 The data model (Boursier and Boyer's, after Zhang, Frei and Bartlett): a task vector
-:math:`w\sim\mathcal N(0, I_d)`, inputs :math:`x\sim\mathcal N(0,\Sigma)` and labels
-:math:`y = w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0,\xi^2)` (``noise_std``
-:math:`= \xi`, 0 by default: noiseless labels). A prompt holds the tokens
-:math:`z_j = (x_j, y_j)\in\mathbb R^{d+1}`, :math:`j = 1..L`, and the query is :math:`z_q = (x_q, 0)`;
-the prediction is the last coordinate of the head's output.
+:math:`w\sim\mathcal N(0, I_d)`, inputs :math:`x\sim\mathcal N(0,\Sigma)` and labels :math:`y =
+w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0,\xi^2)` (``noise_std`` :math:`= \xi`, 0
+by default: noiseless labels). A prompt holds the tokens :math:`z_j = (x_j, y_j)\in\mathbb R^{d+1}`,
+:math:`j = 1..L`, and the query is :math:`z_q = (x_q, 0)`; the prediction is the last coordinate of
+the head's output.
 
 Given :math:`w`, a token is the centred Gaussian
 
 .. math::
 
     z \sim \mathcal N\Big(0,\; \Gamma_w\Big),\qquad
-    \Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix},
+    \Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w +
+    \xi^2\end{pmatrix},
 
 so (Gaussian tilt lemma) infinite-prompt softmax attention and linear attention coincide.
 With :math:`U = \operatorname{diag}(A, 0)` and :math:`V = b\,e_{d+1}e_{d+1}^\top` both
@@ -32,11 +33,12 @@ On a finite prompt linear attention predicts :math:`\hat y = \frac bL\sum_j y_j 
     + \tfrac{\operatorname{tr}\Sigma + \xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
     - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma + \xi^2,
 
-minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L} I\big)^{-1}`
-(Zhang, Frei and Bartlett's fixed point), with minimum
-:math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L) + \xi^2`.
-The book's labels: :prf:ref:`prop-02-regression` (the prediction and risk),
-:prf:ref:`prop-02-optimum`, :prf:ref:`thm-02-flow`, :prf:ref:`prop-02-finite-risk` and :prf:ref:`prop-02-softmax-variance` (Chapter 2).
+minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma +
+\xi^2}{L} I\big)^{-1}` (Zhang, Frei and Bartlett's fixed point), with minimum
+:math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L) + \xi^2`. The book's labels:
+:prf:ref:`prop-02-regression` (the prediction and risk), :prf:ref:`prop-02-optimum`,
+:prf:ref:`thm-02-flow`, :prf:ref:`prop-02-finite-risk` and :prf:ref:`prop-02-softmax-variance`
+(Chapter 2).
 
 Every function takes the task first (the covariance ``cov`` :math:`= \Sigma`), then the
 parameters (``A, b``, or a head's ``U, V``), then options as keywords (``noise_std``), as
@@ -82,7 +84,8 @@ __all__ = [
 
 # ---------------------------------------------------------------------------- validation
 def _check_cov(cov: Any) -> np.ndarray:
-    """``cov`` as a symmetric positive-definite (d, d) matrix, by the one validator :func:`~gmmlib._validation.check_covariances`."""
+    """``cov`` as a symmetric positive-definite (d, d) matrix, by the one validator
+    :func:`~gmmlib._validation.check_covariances`."""
     return check_covariances(as_float_array(cov, "cov", ndim=2), "cov", definite=True)
 
 
@@ -130,7 +133,8 @@ class RegressionBatch(PromptBatch):
     w: np.ndarray = None
 
 
-def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std: float = 0.0) -> RegressionBatch:
+def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any,
+                   noise_std: float = 0.0) -> RegressionBatch:
     r"""Draw ``n_prompts`` prompts of ``length`` tokens :math:`(x_j, y_j)` and one query each.
 
     The data model of :prf:ref:`prop-02-regression` (Chapter 2): :math:`w\sim\mathcal N(0, I_d)`
@@ -166,7 +170,8 @@ def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std
 
 
 def token_covariance(cov: Any, w: Any, *, noise_std: float = 0.0) -> np.ndarray:
-    r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix}` of :math:`z = (x, y)`.
+    r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma &
+    w^\top\Sigma w + \xi^2\end{pmatrix}` of :math:`z = (x, y)`.
 
     Eq. :eq:`eq-02-token-law` of Chapter 2 (with :math:`\xi` = ``noise_std``).
     """
@@ -180,13 +185,15 @@ def token_covariance(cov: Any, w: Any, *, noise_std: float = 0.0) -> np.ndarray:
 
 
 def token_law(cov: Any, w: Any, *, noise_std: float = 0.0) -> GaussianMixture:
-    r"""The law :math:`\mathcal N(0,\Gamma_w)` of a token given the task :math:`w`, as a one-component mixture."""
+    r"""The law :math:`\mathcal N(0,\Gamma_w)` of a token given the task :math:`w`, as a
+    one-component mixture."""
     G = token_covariance(cov, w, noise_std=noise_std)
     return GaussianMixture.gaussian(np.zeros(G.shape[0]), G)
 
 
 class RegressionBlocks(NamedTuple):
-    r"""A head on the regression token layout, stored as the blocks :math:`(A, b)` of :prf:ref:`prop-02-regression`.
+    r"""A head on the regression token layout, stored as the blocks :math:`(A, b)` of
+    :prf:ref:`prop-02-regression`.
 
     Not a :class:`gmmlib.attention.Head` because only :math:`U_{xx} = A` and :math:`V_{yy} = b`
     are free in this parametrisation (Chapter 2): these are the coordinates of the risk, its
@@ -198,11 +205,13 @@ class RegressionBlocks(NamedTuple):
     b: float
 
     def head(self) -> Head:
-        r"""The full head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top` (:func:`embed_parameters`)."""
+        r"""The full head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`
+        (:func:`embed_parameters`)."""
         return embed_parameters(self.A, self.b)
 
     def balance(self) -> float:
-        r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow (:prf:ref:`thm-02-flow`; the chapter's "imbalance").
+        r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow
+        (:prf:ref:`thm-02-flow`; the chapter's "imbalance").
 
         The same idea and name as :meth:`gmmlib.lda.LDABlocks.balance`.
         """
@@ -210,7 +219,8 @@ class RegressionBlocks(NamedTuple):
 
 
 def embed_parameters(A: Any, b: float) -> Head:
-    r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both (d+1, d+1).
+    r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both
+    (d+1, d+1).
 
     The parametrisation of :prf:ref:`prop-02-regression` (Chapter 2). Returns a
     :class:`gmmlib.attention.Head`; ``U, V = embed_parameters(A, b)`` unpacks it.
@@ -228,9 +238,11 @@ def embed_parameters(A: Any, b: float) -> Head:
 
 
 def limit_prediction(cov: Any, A: Any, b: float, w: Any, x_query: Any) -> np.ndarray:
-    r"""The infinite-prompt prediction :math:`\hat y = b\,w^\top\Sigma A x_q` (softmax and linear attention agree).
+    r"""The infinite-prompt prediction :math:`\hat y = b\,w^\top\Sigma A x_q` (softmax and linear
+    attention agree).
 
-    Eq. :eq:`eq-02-prediction` of :prf:ref:`prop-02-regression` (Chapter 2); label noise does not enter.
+    Eq. :eq:`eq-02-prediction` of :prf:ref:`prop-02-regression` (Chapter 2); label noise does not
+    enter.
 
     Parameters
     ----------
@@ -260,7 +272,8 @@ def limit_prediction(cov: Any, A: Any, b: float, w: Any, x_query: Any) -> np.nda
 
 # ---------------------------------------------------------------------------- population risk
 def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> float:
-    r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A - I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
+    r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A -
+    I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
 
     Eq. :eq:`eq-02-risk` of :prf:ref:`prop-02-regression` (Chapter 2); :math:`\xi` = ``noise_std``
     adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first
@@ -279,8 +292,11 @@ def _risk_grad(S: np.ndarray, A: np.ndarray, b: float) -> RegressionBlocks:
     return RegressionBlocks(b * G, float(np.sum(G * A)))
 
 
-def population_risk_grad(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> tuple[float, RegressionBlocks]:
-    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (:prf:ref:`thm-02-flow`, Chapter 2).
+def population_risk_grad(
+    cov: Any, A: Any, b: float, *, noise_std: float = 0.0
+) -> tuple[float, RegressionBlocks]:
+    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (:prf:ref:`thm-02-flow`, Chapter
+    2).
 
     With :math:`G = \nabla f(M) = 2\Sigma(\Sigma M - I)\Sigma` at :math:`M = bA`:
     :math:`\nabla_A\mathcal R = bG` and :math:`\partial_b\mathcal R = \langle G, A\rangle_F`
@@ -298,7 +314,8 @@ def population_risk_grad(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) 
 
 
 def optimal_parameters(cov: Any) -> RegressionBlocks:
-    r"""The balanced minimiser :math:`A^* = \operatorname{tr}(\Sigma^{-2})^{-1/4}\Sigma^{-1}`, :math:`b^* = \operatorname{tr}(\Sigma^{-2})^{1/4}`.
+    r"""The balanced minimiser :math:`A^* = \operatorname{tr}(\Sigma^{-2})^{-1/4}\Sigma^{-1}`,
+    :math:`b^* = \operatorname{tr}(\Sigma^{-2})^{1/4}`.
 
     Eq. :eq:`eq-02-optimum` of :prf:ref:`prop-02-optimum` (Chapter 2).
 
@@ -309,16 +326,19 @@ def optimal_parameters(cov: Any) -> RegressionBlocks:
     S = _check_cov(cov)
     Sinv = np.linalg.inv(S)
     t = float(np.trace(Sinv @ Sinv))
-    return RegressionBlocks(t ** -0.25 * Sinv, t**0.25)
+    return RegressionBlocks(t**-0.25 * Sinv, t**0.25)
 
 
 # ---------------------------------------------------------------------------- finite prompts
-def optimal_linear_map(cov: Any, length: int | None = None, *, noise_std: float = 0.0) -> np.ndarray:
-    r"""The optimal product :math:`bA` for linear attention on prompts of :math:`L` = ``length`` tokens.
+def optimal_linear_map(
+    cov: Any, length: int | None = None, *, noise_std: float = 0.0
+) -> np.ndarray:
+    r"""The optimal product :math:`bA` for linear attention on prompts of :math:`L` = ``length``
+    tokens.
 
-    :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L}I\big)^{-1}`
-    (:prf:ref:`prop-02-finite-risk`, Chapter 2); :math:`\Gamma_\infty^* = \Sigma^{-1}` for
-    ``length=None``.
+    :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma +
+    \xi^2}{L}I\big)^{-1}` (:prf:ref:`prop-02-finite-risk`, Chapter 2); :math:`\Gamma_\infty^* =
+    \Sigma^{-1}` for ``length=None``.
     """
     S = _check_cov(cov)
     xi = _check_noise(noise_std)
@@ -329,21 +349,26 @@ def optimal_linear_map(cov: Any, length: int | None = None, *, noise_std: float 
     return np.linalg.inv((1.0 + 1.0 / L) * S + (np.trace(S) + xi * xi) / L * np.eye(d))
 
 
-def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *, noise_std: float = 0.0) -> float:
-    r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V = be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
+def finite_prompt_linear_risk(
+    cov: Any, A: Any, b: float, length: int, *, noise_std: float = 0.0
+) -> float:
+    r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V =
+    be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
 
     Eq. :eq:`eq-02-finite-risk` of :prf:ref:`prop-02-finite-risk` (Chapter 2), with label noise
     :math:`\xi` = ``noise_std``:
 
     .. math::
 
-        \mathcal R_L(A, b) = b^2\Big[\big(1+\tfrac1L\big)\operatorname{tr}(\Sigma A\Sigma A^\top\Sigma)
+        \mathcal R_L(A, b) = b^2\Big[\big(1+\tfrac1L\big)\operatorname{tr}(\Sigma A\Sigma
+        A^\top\Sigma)
         + \tfrac{\operatorname{tr}\Sigma + \xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
         - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma + \xi^2,
 
-    from :math:`\mathbb E[\hat\Sigma M\hat\Sigma] = (1+\frac1L)\Sigma M\Sigma + \frac1L\operatorname{tr}(M\Sigma)\Sigma`
-    (Isserlis' theorem) with :math:`M = A\Sigma A^\top`; the labels' noise adds
-    :math:`\frac{b^2\xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)` and the query's own :math:`\xi^2`.
+    from :math:`\mathbb E[\hat\Sigma M\hat\Sigma] = (1+\frac1L)\Sigma M\Sigma +
+    \frac1L\operatorname{tr}(M\Sigma)\Sigma` (Isserlis' theorem) with :math:`M = A\Sigma A^\top`;
+    the labels' noise adds :math:`\frac{b^2\xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)` and the
+    query's own :math:`\xi^2`.
     """
     S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
@@ -357,10 +382,11 @@ def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *, noise_
 def optimal_finite_prompt_linear_risk(cov: Any, length: int, *, noise_std: float = 0.0) -> float:
     r"""The smallest risk of one linear-attention head on prompts of :math:`L` = ``length`` tokens.
 
-    Eq. :eq:`eq-02-finite-optimum` of :prf:ref:`prop-02-finite-risk` (Chapter 2):
-    :math:`\mathcal R_L^* = \operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma_L^*) + \xi^2
-    = \sum_i \lambda_i\,\frac{\lambda_i + t}{(L+1)\lambda_i + t} + \xi^2`, :math:`t = \operatorname{tr}\Sigma + \xi^2`
-    (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for :math:`\Sigma = I_d`, :math:`\xi = 0`.
+    Eq. :eq:`eq-02-finite-optimum` of :prf:ref:`prop-02-finite-risk` (Chapter 2): :math:`\mathcal
+    R_L^* = \operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma_L^*) + \xi^2 = \sum_i
+    \lambda_i\,\frac{\lambda_i + t}{(L+1)\lambda_i + t} + \xi^2`, :math:`t = \operatorname{tr}\Sigma
+    + \xi^2` (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for
+    :math:`\Sigma = I_d`, :math:`\xi = 0`.
     """
     S = _check_cov(cov)
     xi = _check_noise(noise_std)
@@ -372,16 +398,17 @@ def softmax_variance_constant(cov: Any, A: Any, b: float, *, noise_std: float = 
     r"""The prompt-length constant :math:`\bar C = \mathbb E\,c(w, x_q)` of softmax attention.
 
     Eq. :eq:`eq-02-softmax-variance` of :prf:ref:`prop-02-softmax-variance` (Chapter 2). For one
-    query the finite-prompt error law of Chapter 1 gives, with :math:`a = (Ax_q, 0)` and the
-    token law :math:`\mathcal N(0,\Gamma_w)`,
-    :math:`L\,\mathbb E[(\hat y_L - \hat y_\infty)^2\mid w, x_q] \to c(w, x_q) = e^{\kappa}\,b^2\big(w^\top\Sigma w + \xi^2 + (w^\top\Sigma Ax_q)^2\big)`,
+    query the finite-prompt error law of Chapter 1 gives, with :math:`a = (Ax_q, 0)` and the token
+    law :math:`\mathcal N(0,\Gamma_w)`, :math:`L\,\mathbb E[(\hat y_L - \hat y_\infty)^2\mid w, x_q]
+    \to c(w, x_q) = e^{\kappa}\,b^2\big(w^\top\Sigma w + \xi^2 + (w^\top\Sigma Ax_q)^2\big)`,
     :math:`\kappa = x_q^\top A_\Sigma x_q`. Averaging over :math:`w\sim\mathcal N(0, I)` and
     :math:`x_q\sim\mathcal N(0,\Sigma)` (Gaussian integrals, :math:`A_\Sigma = A^\top\Sigma A`,
     :math:`A_{\Sigma^2} = A^\top\Sigma^2A`):
 
     .. math::
 
-        \bar C(A, b) = \frac{b^2}{\sqrt{\det(I - 2\Sigma A_\Sigma)}}\Big(\operatorname{tr}\Sigma + \xi^2
+        \bar C(A, b) = \frac{b^2}{\sqrt{\det(I - 2\Sigma A_\Sigma)}}\Big(\operatorname{tr}\Sigma +
+        \xi^2
         + \operatorname{tr}\big(A_{\Sigma^2}\,(\Sigma^{-1} - 2A_\Sigma)^{-1}\big)\Big),
 
     finite iff :math:`\Sigma^{-1} - 2A_\Sigma` is positive definite (``inf`` otherwise: the
@@ -406,7 +433,8 @@ def softmax_variance_constant(cov: Any, A: Any, b: float, *, noise_std: float = 
 
 
 def softmax_family_constant(cov: Any, c2: Any, *, noise_std: float = 0.0) -> np.ndarray | float:
-    r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
+    r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family
+    :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
 
     :prf:ref:`prop-02-softmax-variance` (Chapter 2). There :math:`\Sigma A_\Sigma = c^2 I`,
     :math:`A_{\Sigma^2} = c^2 I` and :math:`(\Sigma^{-1} - 2A_\Sigma)^{-1} = \Sigma/(1 - 2c^2)`, so
@@ -416,7 +444,8 @@ def softmax_family_constant(cov: Any, c2: Any, *, noise_std: float = 0.0) -> np.
         \bar C(c) = \frac{(\operatorname{tr}\Sigma + \xi^2)(1 - 2c^2) + c^2\operatorname{tr}\Sigma}
         {c^2\,(1 - 2c^2)^{1 + d/2}},\qquad 0 < c^2 < \tfrac12,
 
-    which is :math:`\operatorname{tr}\Sigma\,(1 - c^2)/(c^2(1 - 2c^2)^{1 + d/2})` for noiseless labels.
+    which is :math:`\operatorname{tr}\Sigma\,(1 - c^2)/(c^2(1 - 2c^2)^{1 + d/2})` for noiseless
+    labels.
 
     Parameters
     ----------
@@ -466,16 +495,21 @@ def head_map(U: Any, V: Any) -> np.ndarray:
     V = as_float_array(V, "V", ndim=2)
     d = U.shape[0] - 1
     if U.shape != (d + 1, d + 1) or V.shape[1] != d + 1 or d < 1:
-        raise ValueError(f"U must be (d+1, d+1) and V (p, d+1) with d >= 1, got {U.shape} and {V.shape}")
+        raise ValueError(
+            f"U must be (d+1, d+1) and V (p, d+1) with d >= 1, got {U.shape} and {V.shape}"
+        )
     v = V[-1]
     return v[d] * U[:d, :d] + np.outer(v[:d], U[d, :d])
 
 
-def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_points: int | None = None) -> float:
+def head_limit_risk(
+    cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_points: int | None = None
+) -> float:
     r"""Infinite-prompt risk of a full head :math:`(U, V)` (softmax or linear: they agree here).
 
     The prediction is the last coordinate of :math:`V\Gamma_w U z_q`, :math:`z_q = (x_q, 0)`
-    (:prf:ref:`lem-02-tilt` on the centred token law :eq:`eq-02-token-law`, Chapter 2), a polynomial of
+    (:prf:ref:`lem-02-tilt` on the centred token law :eq:`eq-02-token-law`, Chapter 2), a polynomial
+    of
     degree 2 in :math:`w` and 1 in :math:`x_q`; the squared error has degree 4 in :math:`w` and 2
     in :math:`x_q`, so tensor Gauss–Hermite quadrature with 3 nodes per direction of :math:`w` and
     2 per direction of :math:`x_q` computes :math:`\mathbb E(\hat y - y_q)^2` exactly (up to
@@ -515,7 +549,8 @@ def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_point
     weights = np.repeat(ww, len(nx)) * np.tile(wx, len(nw))
     v = V[-1]
     SW = W @ S  # rows (Σw)ᵀ
-    # Γ_w U z_q, z_q = (x_q, 0): first block Σ(U_xx x_q) + Σw(u_yx x_q), last wᵀΣ(...) + (wᵀΣw + ξ²)(...).
+    # Γ_w U z_q, z_q = (x_q, 0): first block Σ(U_xx x_q) + Σw(u_yx x_q), last wᵀΣ(...) + (wᵀΣw +
+    # ξ²)(...).
     ux = X @ U[:d, :d].T  # (n, d)
     uy = X @ U[d, :d]  # (n,)
     top = ux @ S + SW * uy[:, None]
@@ -526,9 +561,11 @@ def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_point
 
 
 # ---------------------------------------------------------------------------- gradient flow
-def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
-                  atol: float = 1e-15) -> Trajectory:
-    r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from :math:`\theta_0 = (A_0, b_0)`.
+def gradient_flow(
+    cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13, atol: float = 1e-15
+) -> Trajectory:
+    r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from
+    :math:`\theta_0 = (A_0, b_0)`.
 
     The gradient flow of :prf:ref:`thm-02-flow` (Chapter 2); label noise only adds a constant
     :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853
@@ -564,8 +601,15 @@ def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
         g = _risk_grad(S, y[:-1].reshape(d, d), y[-1])
         return -np.concatenate([g.A.ravel(), [g.b]])
 
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([A0.ravel(), [b0]]), method="DOP853",
-                    t_eval=t_eval, rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs,
+        (0.0, float(t_eval[-1])),
+        np.concatenate([A0.ravel(), [b0]]),
+        method="DOP853",
+        t_eval=t_eval,
+        rtol=rtol,
+        atol=atol,
+    )
     if not sol.success:  # pragma: no cover - DOP853 on a smooth polynomial field
         raise RuntimeError(f"gradient flow integration failed: {sol.message}")
     thetas = [RegressionBlocks(y[:-1].reshape(d, d), float(y[-1])) for y in sol.y.T]

@@ -19,10 +19,18 @@ import gmmlib
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(Path(gmmlib.__file__).parent.glob("*.py"))
-SLUG = re.compile(r"\b(?:thm|lem|prop|cor|def|rem|conj|eq|ch|sec|fig|box|ex|tab)-\d\d(?:-[a-z0-9]+)*\b")
+SLUG = re.compile(
+    r"\b(?:thm|lem|prop|cor|def|rem|conj|eq|ch|sec|fig|box|ex|tab)-\d\d(?:-[a-z0-9]+)*\b"
+)
 ROLE = re.compile(r":(prf:ref|eq|math:numref|numref|ref):`(?:[^`<]*<)?([^`<>]+)>?`")
 DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{([a-z:-]+)\}")
-KIND_OF_ROLE = {"prf:ref": "prf", "eq": "eq", "math:numref": "eq", "numref": "target", "ref": "target"}
+KIND_OF_ROLE = {
+    "prf:ref": "prf",
+    "eq": "eq",
+    "math:numref": "eq",
+    "numref": "target",
+    "ref": "target",
+}
 
 
 def book_labels() -> dict[str, set[str]]:
@@ -39,8 +47,13 @@ def book_labels() -> dict[str, set[str]]:
             if m := re.search(r"\$\$\s*\(([\w-]+)\)\s*$", line):
                 labels["eq"].add(m.group(1))
             if m := re.match(r"^\s*:label:\s*(\S+)", line):
-                kind = ("prf" if (directive or "").startswith("prf:")
-                        else "eq" if directive == "math" else "target")
+                kind = (
+                    "prf"
+                    if (directive or "").startswith("prf:")
+                    else "eq"
+                    if directive == "math"
+                    else "target"
+                )
                 labels[kind].add(m.group(1))
             if m := re.match(r"^\s*:?name:\s*(\S+)", line):
                 labels["target"].add(m.group(1))
@@ -82,7 +95,8 @@ def test_every_cited_label_is_defined_with_its_kind(where, role, label):
     kind = KIND_OF_ROLE[role]
     assert label in LABELS[kind], (
         f"{where} cites {label!r} with :{role}:, but no chapter defines it as a {kind} label"
-        + ("" if not any(label in v for v in LABELS.values()) else " (it is another kind)"))
+        + ("" if not any(label in v for v in LABELS.values()) else " (it is another kind)")
+    )
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)

@@ -8,7 +8,13 @@ from scipy import integrate
 from scipy.special import expit
 
 from gmmlib import GaussianMixture
-from gmmlib.quadrature import expectation, gauss_hermite, gaussian_nodes, graded_normal_rule, mixture_nodes
+from gmmlib.quadrature import (
+    expectation,
+    gauss_hermite,
+    gaussian_nodes,
+    graded_normal_rule,
+    mixture_nodes,
+)
 
 
 def test_moments_exact(mixture2d):
@@ -57,8 +63,12 @@ def test_attention_by_quadrature_matches_the_closed_form(mixture2d):
 
     U, V = np.array([[0.8, 0.3], [-0.2, 0.6]]), np.array([[1.0, 0.5], [0.0, 2.0], [1.0, 1.0]])
     Q = np.random.default_rng(3).normal(size=(7, 2))
-    np.testing.assert_allclose(attention_by_quadrature(mixture2d, Q, U, V, 40), softmax_attention_limit(mixture2d, Q, U, V),
-                               rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(
+        attention_by_quadrature(mixture2d, Q, U, V, 40),
+        softmax_attention_limit(mixture2d, Q, U, V),
+        rtol=1e-11,
+        atol=1e-12,
+    )
     with pytest.raises(ValueError, match="queries"):
         attention_by_quadrature(mixture2d, np.zeros((2, 3)), U, V)
 
@@ -70,10 +80,22 @@ def test_graded_rule_integrates_sharp_logistics(sharpness):
 
     offset = 0.3
     centre = -offset / sharpness
-    pieces = [quad(lambda z: np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi) * expit(offset + sharpness * z),
-                   lo, hi, epsabs=1e-15, epsrel=1e-12, limit=200)[0]       # split at the transition
-              for lo, hi in ((-12, centre - 40 / sharpness), (centre - 40 / sharpness, centre),
-                             (centre, centre + 40 / sharpness), (centre + 40 / sharpness, 12))]
+    pieces = [
+        quad(
+            lambda z: np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi) * expit(offset + sharpness * z),
+            lo,
+            hi,
+            epsabs=1e-15,
+            epsrel=1e-12,
+            limit=200,
+        )[0]  # split at the transition
+        for lo, hi in (
+            (-12, centre - 40 / sharpness),
+            (centre - 40 / sharpness, centre),
+            (centre, centre + 40 / sharpness),
+            (centre + 40 / sharpness, 12),
+        )
+    ]
     ref = sum(pieces)
     z, w = graded_normal_rule([-offset / sharpness], [np.pi / sharpness], 8)
     assert w[0] @ expit(offset + sharpness * z[0]) == pytest.approx(ref, abs=1e-13)
@@ -87,7 +109,7 @@ def test_graded_rule_shapes_and_mass():
     z, w = graded_normal_rule(np.zeros((3, 2)), np.array([[0.1, np.nan]] * 3), 6)
     assert z.shape == w.shape and z.shape[0] == 3
     np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-13)
-    np.testing.assert_allclose((w * z**2).sum(axis=1), 1.0, atol=1e-12)   # the variance
+    np.testing.assert_allclose((w * z**2).sum(axis=1), 1.0, atol=1e-12)  # the variance
     with pytest.raises(ValueError, match="same shape"):
         graded_normal_rule([0.0, 1.0], [0.1], 6)
     with pytest.raises(ValueError, match="n_points"):
@@ -105,7 +127,7 @@ def _logistic_normal_gh(n_points: int, sharpness: np.ndarray) -> np.ndarray:
 
 def _logistic_normal_quadpack(s: float) -> tuple[float, float]:
     def f(g):
-        return expit(B_GATE + s * g) * np.exp(-g**2 / 2) / np.sqrt(2 * np.pi)
+        return expit(B_GATE + s * g) * np.exp(-(g**2) / 2) / np.sqrt(2 * np.pi)
 
     return integrate.quad(f, -np.inf, np.inf, epsabs=1e-14, epsrel=1e-13)
 

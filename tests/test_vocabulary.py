@@ -21,10 +21,19 @@ import gmmlib
 from gmmlib import softmax_attention
 from gmmlib.attention import Head, PromptBatch
 
-MODULES = [importlib.import_module(f"gmmlib.{m.name}") for m in pkgutil.iter_modules(gmmlib.__path__)
-           if not m.name.startswith("_")]
+MODULES = [
+    importlib.import_module(f"gmmlib.{m.name}")
+    for m in pkgutil.iter_modules(gmmlib.__path__)
+    if not m.name.startswith("_")
+]
 COUNTS = {"n", "n_prompts", "length", "batch_size", "n_samples", "n_queries", "steps"}
-OLD_NAMES = {"AttentionParams", "EffectiveHead", "GradientFlow", "gradient_descent", "check_covariance"}
+OLD_NAMES = {
+    "AttentionParams",
+    "EffectiveHead",
+    "GradientFlow",
+    "gradient_descent",
+    "check_covariance",
+}
 
 
 def public_callables():
@@ -54,10 +63,17 @@ def test_one_step_name_and_counts_before_the_generator(qualname):
     params = list(inspect.signature(CALLABLES[qualname]).parameters)
     assert "eta" not in params, f"{qualname}: the step is called lr"
     assert "batch" not in params, f"{qualname}: the batch size is called batch_size"
-    if "rng" in params:   # an option after rng is keyword-only
-        positional = [name for name, p in inspect.signature(CALLABLES[qualname]).parameters.items()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        late = [p for p in positional[positional.index("rng") + 1:] if p in COUNTS] if "rng" in positional else []
+    if "rng" in params:  # an option after rng is keyword-only
+        positional = [
+            name
+            for name, p in inspect.signature(CALLABLES[qualname]).parameters.items()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        late = (
+            [p for p in positional[positional.index("rng") + 1 :] if p in COUNTS]
+            if "rng" in positional
+            else []
+        )
         assert not late, f"{qualname}: counts {late} come after rng (the order is (n, rng))"
 
 
@@ -83,15 +99,19 @@ GENERATOR_ALIASES = {"seed", "random_state", "generator", "gen", "random"}
 def test_the_generator_is_rng_and_comes_last(qualname):
     sig = inspect.signature(CALLABLES[qualname])
     assert not GENERATOR_ALIASES & set(sig.parameters), f"{qualname}: the generator is called rng"
-    positional = [name for name, p in sig.parameters.items()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = [
+        name
+        for name, p in sig.parameters.items()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     if "rng" in positional:
         assert positional[-1] == "rng", f"{qualname}: rng is the last positional argument"
 
 
 @pytest.mark.parametrize("qualname", sorted(CALLABLES))
 def test_a_head_is_u_v_side_by_side(qualname):
-    """A function of a head takes ``U, V`` in this order and adjacent, so ``f(..., *head)`` works."""
+    """A function of a head takes ``U, V`` in this order and adjacent, so ``f(..., *head)``
+    works."""
     params = list(inspect.signature(CALLABLES[qualname]).parameters)
     if "U" in params and "V" in params:
         assert params.index("V") == params.index("U") + 1, f"{qualname}: U, V side by side"
@@ -101,7 +121,9 @@ def test_a_head_unpacks_into_every_function_of_u_v():
     U, V = np.eye(2), np.array([[1.0, 0.5]])
     head = Head(U, V)
     z = np.array([[0.3, -0.2], [1.0, 0.4], [-0.5, 0.1]])
-    np.testing.assert_array_equal(softmax_attention(z, z[:1], *head), softmax_attention(z, z[:1], U, V))
+    np.testing.assert_array_equal(
+        softmax_attention(z, z[:1], *head), softmax_attention(z, z[:1], U, V)
+    )
 
 
 def test_every_public_name_is_defined_where_it_is_documented():
@@ -109,7 +131,9 @@ def test_every_public_name_is_defined_where_it_is_documented():
         for name in getattr(module, "__all__", []):
             obj = getattr(module, name)
             if inspect.isclass(obj) or inspect.isfunction(obj):
-                assert obj.__module__ == module.__name__, f"{module.__name__}.{name} is {obj.__module__}'s"
+                assert obj.__module__ == module.__name__, (
+                    f"{module.__name__}.{name} is {obj.__module__}'s"
+                )
 
 
 SOURCES = sorted(Path(gmmlib.__file__).parent.glob("*.py"))
@@ -136,8 +160,13 @@ def gmmlib_imports(path: Path):
 
 
 def test_no_private_name_is_imported_across_modules():
-    found = {(path.stem, name, module) for path in SOURCES for module, names in gmmlib_imports(path)
-             for name in names if name.startswith("_")}
+    found = {
+        (path.stem, name, module)
+        for path in SOURCES
+        for module, names in gmmlib_imports(path)
+        for name in names
+        if name.startswith("_")
+    }
     assert {(m, n) for m, n, _ in found} <= PENDING_PRIVATE, sorted(found)
 
 
