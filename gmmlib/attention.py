@@ -12,7 +12,10 @@ A prompt of tokens :math:`z_1, \dots, z_L \in \mathbb R^d` and a query :math:`z`
     = V \Big(\frac1L\sum_j z_j z_j^\top\Big) U z,
 
 the softmax and linear attention of the empirical measure :math:`\hat\mu_L`. ``U`` (d, d)
-merges query and key matrices, ``V`` (p, d) is the value matrix.
+merges query and key matrices, ``V`` (p, d) is the value matrix. Every function of gmmlib that
+takes a head takes ``U, V`` side by side, so a :class:`Head` is passed unpacked:
+``softmax_attention(tokens, queries, *head)`` (one signature per function, with the formulas'
+names; ``head.U`` where only :math:`U` enters).
 
 Both functions take numpy arrays (and return numpy, computed in float64 with numpy alone)
 or torch tensors (and return a differentiable torch tensor). Each is written once, against
@@ -57,7 +60,8 @@ class Head:
     r"""The parameters :math:`(U, V)` of one attention head, as numpy float64 arrays.
 
     Every construction of the book returns a :class:`Head` or a tuple of them (a multi-head
-    layer is the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks.
+    layer is the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks, and
+    ``f(..., *head)`` passes it to any function of ``U, V``.
     """
 
     U: np.ndarray

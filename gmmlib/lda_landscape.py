@@ -29,8 +29,8 @@ def best_linear_attention(model: LDAModel, n_points: int = 40,
     is a convex logistic regression without intercept, solved by BFGS (scipy) on the quadrature risk
     and its exact gradient, then polished by three Newton steps (gradient norm ~1e-15). The search
     starts at ``start`` (default :math:`w = 0`, which knows nothing of :math:`w^*`); the rule's
-    convergence (see :func:`population_risk`) is checked at the minimiser, not at the trial points
-    of the line searches. Returns ``(w_lin, risk)``.
+    convergence (see :func:`gmmlib.lda.population_risk`) is checked at the minimiser, not at the
+    trial points of the line searches. Returns ``(w_lin, risk)``.
     """
     model = check_type(model, LDAModel, "model")
     d = model.dim

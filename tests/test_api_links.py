@@ -117,3 +117,42 @@ def test_a_wrong_label_fails():
     """The near miss: a label one character off is not defined (the test can fail)."""
     _, role, label = CITATIONS[0]
     assert label[:-1] not in LABELS[KIND_OF_ROLE[role]]
+
+
+PY_ROLE = re.compile(r":(func|meth|mod|attr):`~?([\w.]+)`")
+
+
+def _resolves(module, target: str) -> bool:
+    """Whether a Python cross-reference in ``module``'s docstrings finds its object, as Sphinx
+    looks it up: an absolute ``gmmlib.`` path, a name of the module, or a method of one of its
+    classes."""
+    import importlib
+    import inspect
+
+    parts = target.split(".")
+    if parts[0] == "gmmlib":
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for a in parts[i:]:
+                obj = getattr(obj, a, None)
+            return obj is not None
+    obj = module
+    for a in parts:
+        obj = getattr(obj, a, None)
+    if obj is not None:
+        return True
+    return len(parts) == 1 and any(
+        hasattr(cls, target) for _, cls in inspect.getmembers(module, inspect.isclass))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_python_cross_references_resolve(path):
+    """``-n`` flags a :func:, :meth:, :mod: or :attr: target that is not there (a moved name)."""
+    import importlib
+
+    module = importlib.import_module("gmmlib" if path.stem == "__init__" else f"gmmlib.{path.stem}")
+    missing = sorted({t for _, t in PY_ROLE.findall(path.read_text()) if not _resolves(module, t)})
+    assert not missing, f"{path.name} refers to {missing}, which do not exist"
