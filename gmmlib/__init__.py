@@ -26,9 +26,8 @@ training   : the one training loop (torch autograd on sampled batches, ``sample(
 records    : what solvers return: Trajectory (a solved gradient flow), History (a training run)
 plotting   : the book's figure style and shared plots
 
-Every name is documented in the module that defines it. Conventions: the generator is ``rng``
-(last among the positional arguments), a head's parameters are ``U, V`` side by side
-(``f(..., *head)``).
+Every name is documented in the module that defines it. Conventions: the generator is ``rng`` (last
+among the positional arguments), a head's parameters are ``U, V`` side by side (``f(..., *head)``).
 """
 
 from importlib import import_module

@@ -6,11 +6,10 @@ Gauss–Hermite rule, or composite Gauss–Legendre panels graded toward the gat
 loss's kink (accurate for sharp gates); :func:`rule_risk` evaluates the risk on a rule and
 :func:`check_converged` compares it with a coarser rule; :func:`effective_map` and
 :func:`adjoint_map` are :eq:`eq-04-map` and its adjoint, written once for numpy and torch. The
-public
-functions are in :mod:`gmmlib.lda`, :mod:`gmmlib.lda_dynamics` and :mod:`gmmlib.lda_torch`,
+public functions are in :mod:`gmmlib.lda`, :mod:`gmmlib.lda_dynamics` and :mod:`gmmlib.lda_torch`,
 which import these by name. ``model`` is a :class:`gmmlib.lda.LDAModel` and ``eff`` an
-:class:`gmmlib.lda.EffectiveParams` throughout; this module reads their fields and does not
-import :mod:`gmmlib.lda` (which imports it).
+:class:`gmmlib.lda.EffectiveParams` throughout; this module reads their fields and does not import
+:mod:`gmmlib.lda` (which imports it).
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ def _gate_coordinates(model: Any, w: np.ndarray, s: np.ndarray, m: np.ndarray) -
     :math:`s^\top X = \mu_2 + \sigma_2 u`.
 
     For :math:`X\sim\mathcal N(m,\Gamma)`; :math:`u, v` are independent standard normals (:math:`u`
-    runs
-    along the gate direction, :math:`v` is the part of :math:`w^\top X` independent of it).
+    runs along the gate direction, :math:`v` is the part of :math:`w^\top X` independent of it).
     """
     G = model.cov
     c11, c12, c22 = float(w @ G @ w), float(w @ G @ s), float(s @ G @ s)

@@ -11,11 +11,11 @@ A prompt of tokens :math:`z_1, \dots, z_L \in \mathbb R^d` and a query :math:`z`
     T^{\mathrm{lin}}_{U,V}[\hat\mu_L](z) = \frac1L \sum_j (z_j^\top U z)\, V z_j
     = V \Big(\frac1L\sum_j z_j z_j^\top\Big) U z,
 
-the softmax and linear attention of the empirical measure :math:`\hat\mu_L`. ``U`` (d, d)
-merges query and key matrices, ``V`` (p, d) is the value matrix. Every function of gmmlib that
-takes a head takes ``U, V`` side by side, so a :class:`Head` is passed unpacked:
-``softmax_attention(tokens, queries, *head)`` (one signature per function, with the formulas'
-names; ``head.U`` where only :math:`U` enters).
+the softmax and linear attention of the empirical measure :math:`\hat\mu_L`. ``U`` (d, d) merges
+query and key matrices, ``V`` (p, d) is the value matrix. Every function of gmmlib that takes a head
+takes ``U, V`` side by side, so a :class:`Head` is passed unpacked: ``softmax_attention(tokens,
+queries, *head)`` (one signature per function, with the formulas' names; ``head.U`` where only
+:math:`U` enters).
 
 Both functions take numpy arrays (and return numpy, computed in float64 with numpy alone)
 or torch tensors (and return a differentiable torch tensor). Each is written once, against
@@ -24,12 +24,12 @@ so the numpy and the torch results come from one formula. Softmax attention stre
 the tokens with a running log-sum-exp, so it is finite for huge scores and its memory does
 not grow with the prompt length beyond the inputs.
 
-This module imports no torch: tensor inputs imply that the caller has imported it, and the
-trainable torch twin of :class:`Head` is :class:`gmmlib.attention_torch.AttentionHead`. A
-chapter that computes in numpy does not pay for importing torch.
+This module imports no torch: tensor inputs imply that the caller has imported it, and the trainable
+torch twin of :class:`Head` is :class:`gmmlib.attention_torch.AttentionHead`. A chapter that
+computes in numpy does not pay for importing torch.
 
-:class:`Head` and :class:`PromptBatch` are defined here, and every gmmlib module that builds
-heads or samples prompts imports them from here.
+:class:`Head` and :class:`PromptBatch` are defined here, and every gmmlib module that builds heads
+or samples prompts imports them from here.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ _CHUNK_BUDGET = 1 << 21
 class Head:
     r"""The parameters :math:`(U, V)` of one attention head, as numpy float64 arrays.
 
-    Every construction of the book returns a :class:`Head` or a tuple of them (a multi-head
-    layer is the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks, and
-    ``f(..., *head)`` passes it to any function of ``U, V``.
+    Every construction of the book returns a :class:`Head` or a tuple of them (a multi-head layer is
+    the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks, and ``f(...,
+    *head)`` passes it to any function of ``U, V``.
     """
 
     U: np.ndarray
@@ -92,8 +92,8 @@ class PromptBatch:
     r"""A batch of prompts with their queries and targets: what every task sampler of gmmlib
     returns.
 
-    Task samplers are called ``sample_prompts(<task>, n_prompts=..., length=..., rng=...)``
-    and return one of these (a task may subclass it to add its own fields).
+    Task samplers are called ``sample_prompts(<task>, n_prompts=..., length=..., rng=...)`` and
+    return one of these (a task may subclass it to add its own fields).
 
     Attributes
     ----------

@@ -1,7 +1,7 @@
 r"""The trainable torch twin of :class:`gmmlib.attention.Head`: :class:`AttentionHead`.
 
-A module of its own because it is defined with torch, which :mod:`gmmlib.attention` does not
-import: numpy-only chapters do not pay for torch. Its forward pass is
+A module of its own because it is defined with torch, which :mod:`gmmlib.attention` does not import:
+numpy-only chapters do not pay for torch. Its forward pass is
 :func:`gmmlib.attention.softmax_attention` (or ``linear_attention``) on tensors, the one formula.
 """
 
@@ -39,8 +39,8 @@ class AttentionHead(nn.Module):
         Standard deviation of the random initialisation.
     rng : int or numpy.random.Generator
         The generator of the random initialisation (default 0): an int seeds a private torch
-        generator (``torch.Generator().manual_seed(rng)``); a numpy Generator draws that seed.
-        No global random state is touched.
+        generator (``torch.Generator().manual_seed(rng)``); a numpy Generator draws that seed. No
+        global random state is touched.
     dtype : torch.dtype
         Parameter dtype (float64 by default).
     """

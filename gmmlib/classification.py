@@ -1,9 +1,9 @@
 r"""Classification rules on Gaussian mixtures in closed form: Bayes scores and rule accuracies.
 
-Chapter 7 (selection beyond linear rules). Class :math:`k` is the component
-:math:`\mathcal N(m_k,\Gamma_k)` of a mixture ``x_mixture`` with :math:`P(k) = \pi_k` (the tasks
-themselves, XOR's Bayes score and accuracy among them, and the attention readout these rules
-are compared with, are in :mod:`gmmlib.selection`). This module gives, without sampling,
+Chapter 7 (selection beyond linear rules). Class :math:`k` is the component :math:`\mathcal
+N(m_k,\Gamma_k)` of a mixture ``x_mixture`` with :math:`P(k) = \pi_k` (the tasks themselves, XOR's
+Bayes score and accuracy among them, and the attention readout these rules are compared with, are in
+:mod:`gmmlib.selection`). This module gives, without sampling,
 
 * the Bayes (LDA) scores of a shared-covariance mixture (:func:`bayes_scores`);
 * the accuracy of a linear argmax rule (:func:`linear_rule_accuracy`, orthant probabilities)
@@ -202,10 +202,10 @@ def sector_probability(mean: Any, cov: Any, start: float, stop: float) -> float:
     r"""Probability that :math:`X\sim\mathcal N(m,\Gamma)` in the plane lies in the sector of polar
     angles :math:`(\text{start}, \text{stop})`.
 
-    Chapter 7, :prf:ref:`prop-07-linear-ceiling`. With :math:`\Gamma = RR^\top` (Cholesky),
-    :math:`X = R\,Y` with :math:`Y\sim\mathcal N(R^{-1}m, I)`, and a sector through the origin
-    maps to a sector (:math:`\det R > 0` keeps the orientation). The polar angle of
-    :math:`Y\sim\mathcal N(\tilde m, I)` has the density
+    Chapter 7, :prf:ref:`prop-07-linear-ceiling`. With :math:`\Gamma = RR^\top` (Cholesky), :math:`X
+    = R\,Y` with :math:`Y\sim\mathcal N(R^{-1}m, I)`, and a sector through the origin maps to a
+    sector (:math:`\det R > 0` keeps the orientation). The polar angle of :math:`Y\sim\mathcal
+    N(\tilde m, I)` has the density
 
     .. math::
 
@@ -271,10 +271,9 @@ def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule
     r"""The supremum of the accuracy of intercept-free argmax rules :math:`\arg\max_k w_k^\top x` on
     three classes in the plane.
 
-    :prf:ref:`prop-07-linear-ceiling` (Chapter 7): the decision regions of such a rule are
-    disjoint convex cones, sectors of arc at most :math:`\pi`, and every partition of the
-    circle into three consecutive sectors of arcs in :math:`[0, \pi]` is a rule or a limit of
-    rules, so
+    :prf:ref:`prop-07-linear-ceiling` (Chapter 7): the decision regions of such a rule are disjoint
+    convex cones, sectors of arc at most :math:`\pi`, and every partition of the circle into three
+    consecutive sectors of arcs in :math:`[0, \pi]` is a rule or a limit of rules, so
 
     .. math::
 

@@ -287,9 +287,9 @@ def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
 def tanh_fixed_point(lam: float) -> float:
     r"""The largest solution :math:`u^\star\ge 0` of :math:`u = \tanh(\lambda^2 u)`.
 
-    The attractor of :prf:ref:`thm-09-transition` (Chapter 9): it is 0 for :math:`\lambda\le 1`;
-    for :math:`\lambda > 1` it is found by bisection on :math:`(0, 1]`, where
-    :math:`u - \tanh(\lambda^2u)` changes sign once (to within one ulp of the root).
+    The attractor of :prf:ref:`thm-09-transition` (Chapter 9): it is 0 for :math:`\lambda\le 1`; for
+    :math:`\lambda > 1` it is found by bisection on :math:`(0, 1]`, where :math:`u -
+    \tanh(\lambda^2u)` changes sign once (to within one ulp of the root).
     """
     check_positive(lam, "lam", allow_zero=True)
     a = float(lam) ** 2

@@ -64,8 +64,7 @@ def _two_means(means: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def carrier_direction(means: Any) -> np.ndarray:
     r"""A unit vector :math:`e\perp m_1 - m_2`: :math:`(m_1+m_2)/\|m_1+m_2\|` if it is non-zero,
-    else the
-    first coordinate vector made orthogonal to :math:`m_1 - m_2` (Gram–Schmidt)."""
+    else the first coordinate vector made orthogonal to :math:`m_1 - m_2` (Gram–Schmidt)."""
     m1, m2 = _two_means(means)
     s = m1 + m2
     if np.linalg.norm(s) > 1e-9 * max(1.0, np.linalg.norm(m1)):
@@ -116,11 +115,10 @@ def two_head_construction(
     r"""Two softmax heads whose sum, on the noisy prompt, is exactly :math:`\mathbb E[X\mid Z]`.
 
     Implements :prf:ref:`thm-08-two-heads` (Chapter 8), eq. :eq:`eq-08-two-heads`. Prior
-    :math:`\pi_1\mathcal N(m_1,\gamma^2 I) + \pi_2\mathcal N(m_2,\gamma^2 I)` with
-    :math:`\|m_1\| = \|m_2\|`, :math:`m_1\ne m_2`, any weights, :math:`d\ge 2`;
-    :math:`\nu^2 = \gamma^2+\xi^2`, :math:`\hat\Delta = (m_1-m_2)/\|m_1-m_2\|`,
-    :math:`P = I - \hat\Delta\hat\Delta^\top`, :math:`e` a unit vector orthogonal to
-    :math:`\hat\Delta` (:func:`carrier_direction`):
+    :math:`\pi_1\mathcal N(m_1,\gamma^2 I) + \pi_2\mathcal N(m_2,\gamma^2 I)` with :math:`\|m_1\| =
+    \|m_2\|`, :math:`m_1\ne m_2`, any weights, :math:`d\ge 2`; :math:`\nu^2 = \gamma^2+\xi^2`,
+    :math:`\hat\Delta = (m_1-m_2)/\|m_1-m_2\|`, :math:`P = I - \hat\Delta\hat\Delta^\top`, :math:`e`
+    a unit vector orthogonal to :math:`\hat\Delta` (:func:`carrier_direction`):
 
     .. math::
 

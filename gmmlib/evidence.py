@@ -182,9 +182,8 @@ def replicates(
     r"""Mean and standard error of independent replicates (axis 0), with a family-wise multiplier.
 
     See :func:`replicate_mean_se` for the formulas; the returned :class:`Estimate` carries ``se``
-    and the multiplier ``k`` for :meth:`~gmmlib.checks.Ledger.within_se`, and a ``why``
-    written
-    from the actual counts.
+    and the multiplier ``k`` for :meth:`~gmmlib.checks.Ledger.within_se`, and a ``why`` written from
+    the actual counts.
     """
     mean, se, k = replicate_mean_se(samples, familywise_alpha=familywise_alpha)
     x = numeric_array(samples, "samples")

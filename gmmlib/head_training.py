@@ -1,8 +1,8 @@
 r"""Fitting a sum of softmax heads to a target on the infinite prompt, with numpy gradients.
 
-Chapter 8 (:numref:`fig-08-learning`; Fig. 2 of Gabet et al., 2026). The model is
-eq. :eq:`eq-08-noisy-head` summed over heads, on a prompt law
-:math:`\sum_k\pi_k\mathcal N(m_k, S)` with one shared covariance :math:`S`:
+Chapter 8 (:numref:`fig-08-learning`; Fig. 2 of Gabet et al., 2026). The model is eq.
+:eq:`eq-08-noisy-head` summed over heads, on a prompt law :math:`\sum_k\pi_k\mathcal N(m_k, S)` with
+one shared covariance :math:`S`:
 
 .. math::
 
@@ -166,17 +166,17 @@ def online_sgd_heads(
     r"""Online SGD on a sum of heads in the infinite-prompt limit, with closed-form numpy gradients
     (no autograd).
 
-    Why not :func:`gmmlib.training.train`: the model here is not a torch module but the
-    closed form of eq. :eq:`eq-08-noisy-head`, whose gradient :func:`heads_squared_error` writes
-    out in numpy, about 40 times faster than autograd for these small models. The steps are
-    those of :func:`gmmlib.training.train` with ``optimizer="sgd"`` (the tests check it
-    against ``train`` on the same gradients, to round-off).
+    Why not :func:`gmmlib.training.train`: the model here is not a torch module but the closed form
+    of eq. :eq:`eq-08-noisy-head`, whose gradient :func:`heads_squared_error` writes out in numpy,
+    about 40 times faster than autograd for these small models. The steps are those of
+    :func:`gmmlib.training.train` with ``optimizer="sgd"`` (the tests check it against ``train`` on
+    the same gradients, to round-off).
 
     The protocol of :numref:`fig-08-learning` (Chapter 8; Fig. 2 of Gabet et al., 2026): at every
     step a fresh batch :math:`(z_n, y_n)_{n\le b}` is drawn, the gradient :math:`g` of
     :math:`\frac1b\sum_n\|f(z_n) - y_n\|^2` is clipped to global norm ``clip_norm`` over all
-    parameters (as ``torch.nn.utils.clip_grad_norm_``) and
-    :math:`\theta \leftarrow \theta - \mathrm{lr}\cdot g`.
+    parameters (as ``torch.nn.utils.clip_grad_norm_``) and :math:`\theta \leftarrow \theta -
+    \mathrm{lr}\cdot g`.
 
     Parameters
     ----------
@@ -185,11 +185,10 @@ def online_sgd_heads(
     heads : sequence of Head
         The initial heads (e.g. :func:`random_heads`).
     sample : callable
-        ``sample(n, rng) -> (Z, target)``: ``n`` query points and their targets, arrays of
-        shape (n, d) and (n, p), drawn from the numpy Generator ``rng`` (gmmlib's sampler
-        order: the count first, the generator last, as ``GaussianMixture.sample``). Batches
-        are drawn ``chunk_steps`` steps at a time (``chunk_steps * batch_size`` points, each
-        used once).
+        ``sample(n, rng) -> (Z, target)``: ``n`` query points and their targets, arrays of shape (n,
+        d) and (n, p), drawn from the numpy Generator ``rng`` (gmmlib's sampler order: the count
+        first, the generator last, as ``GaussianMixture.sample``). Batches are drawn ``chunk_steps``
+        steps at a time (``chunk_steps * batch_size`` points, each used once).
     steps, lr, batch_size : int, float, int
         Number of steps, step size ``lr``, batch size :math:`b`.
     rng : numpy.random.Generator or int
@@ -270,11 +269,11 @@ def fit_heads(
     r"""Minimise :func:`heads_squared_error` over all :math:`(U_h, V_h)` by L-BFGS, starting from
     ``heads``.
 
-    Used in Chapter 8 for the best single head (from several starts) and for the polish of
-    the two-head run (:numref:`fig-08-learning`): with quadrature nodes and weights of the noisy
-    law as ``(Z, weights)`` and :math:`y = \mathbb E[X\mid Z]` as ``target`` it minimises the
-    population excess risk on that rule. The run stops at ``max_iter`` iterations, when the
-    projected gradient falls below ``gtol``, or as soon as the loss is at most ``f_target``.
+    Used in Chapter 8 for the best single head (from several starts) and for the polish of the
+    two-head run (:numref:`fig-08-learning`): with quadrature nodes and weights of the noisy law as
+    ``(Z, weights)`` and :math:`y = \mathbb E[X\mid Z]` as ``target`` it minimises the population
+    excess risk on that rule. The run stops at ``max_iter`` iterations, when the projected gradient
+    falls below ``gtol``, or as soon as the loss is at most ``f_target``.
 
     Returns
     -------

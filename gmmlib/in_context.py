@@ -143,14 +143,13 @@ def in_context_mse(
     r"""The exact :math:`\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2` over prompts of :math:`L`
     i.i.d. tokens.
 
-    Implements :prf:ref:`prop-10-mean-error` (Chapter 10). For a Gaussian mixture
-    :math:`\mu = \sum_k\pi_k\mathcal N(m_k, S_k)`, a query :math:`z` and :math:`a = Uz`, the score
-    of a token of component :math:`k` is :math:`x\sim\mathcal N(a^\top m_k, \kappa_k)`,
-    :math:`\kappa_k = a^\top S_ka`, and given :math:`x` its centred value :math:`D = VZ - T`
-    has mean :math:`b_k + c_k(x - a^\top m_k)` (:math:`b_k = Vm_k - T`,
-    :math:`c_k = VS_ka/\kappa_k`) and covariance trace
-    :math:`\tau_k = \operatorname{tr}VS_kV^\top - \|VS_ka\|^2/\kappa_k`. Then, with
-    :math:`\tilde w = e^{x - \Lambda(a)}` and :math:`s = e^{-u}`,
+    Implements :prf:ref:`prop-10-mean-error` (Chapter 10). For a Gaussian mixture :math:`\mu =
+    \sum_k\pi_k\mathcal N(m_k, S_k)`, a query :math:`z` and :math:`a = Uz`, the score of a token of
+    component :math:`k` is :math:`x\sim\mathcal N(a^\top m_k, \kappa_k)`, :math:`\kappa_k = a^\top
+    S_ka`, and given :math:`x` its centred value :math:`D = VZ - T` has mean :math:`b_k + c_k(x -
+    a^\top m_k)` (:math:`b_k = Vm_k - T`, :math:`c_k = VS_ka/\kappa_k`) and covariance trace
+    :math:`\tau_k = \operatorname{tr}VS_kV^\top - \|VS_ka\|^2/\kappa_k`. Then, with :math:`\tilde w
+    = e^{x - \Lambda(a)}` and :math:`s = e^{-u}`,
 
     .. math::
 

@@ -1,9 +1,9 @@
 r"""Linear discriminant analysis with one softmax head: the task, the predictor, the risk (Chapters
 4–6).
 
-The dynamics (gradient descent, the gradient flow, SGD and its noise floor, the valley floor)
-live in :mod:`gmmlib.lda_dynamics`; the landscape's landmarks (the best linear rule, the
-minimiser families, a diverging minimising sequence) in :mod:`gmmlib.lda_landscape`.
+The dynamics (gradient descent, the gradient flow, SGD and its noise floor, the valley floor) live
+in :mod:`gmmlib.lda_dynamics`; the landscape's landmarks (the best linear rule, the minimiser
+families, a diverging minimising sequence) in :mod:`gmmlib.lda_landscape`.
 
 The data model
 --------------
@@ -22,8 +22,8 @@ One head on an infinitely long prompt
 Tokens are :math:`z=(x,y)\in\mathbb R^{d+1}`, the query is :math:`(x,0)` and the prediction is the
 last output coordinate. The token law is the two-component mixture :math:`\pi_+\mathcal
 N((m_1,1),\Gamma\oplus0) + (1-\pi_+)\mathcal N((m_{-1},-1),\Gamma\oplus0)`. With the book's
-convention :math:`T[\mu](z) = \int e^{z'^\top Uz}Vz'\,d\mu(z')/\int e^{z'^\top Uz}d\mu(z')`
-and the blocks
+convention :math:`T[\mu](z) = \int e^{z'^\top Uz}Vz'\,d\mu(z')/\int e^{z'^\top Uz}d\mu(z')` and the
+blocks
 
 .. math::
 
@@ -221,8 +221,8 @@ class EffectiveParams(NamedTuple):
 
     Not a head: a different parameterisation, of the predictor rather than of the attention
     matrices. :func:`effective_params` maps an :class:`LDABlocks` to it :eq:`eq-04-map`, and many
-    heads share one point. The coordinates of :prf:ref:`thm-04-effective-predictor` (Chapter 4)
-    and of the effective landscape, :prf:ref:`thm-05-landscape` (Chapter 5).
+    heads share one point. The coordinates of :prf:ref:`thm-04-effective-predictor` (Chapter 4) and
+    of the effective landscape, :prf:ref:`thm-05-landscape` (Chapter 5).
     """
 
     w: np.ndarray
@@ -400,10 +400,8 @@ def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = Non
     :math:`r = 0`, and then :math:`b = v_{21}^\top(m_1+m_{-1})/2` must equal :math:`b^*`;
     :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})` gives :math:`w = w^*`; :math:`u_{21}
     = (s - U_{11}^\top\Delta)/2` sets the (irrelevant) gate direction. By default :math:`v_{21} =
-    2b^*(m_1+m_{-1})/\|m_1+m_{-1}\|^2` (needs :math:`m_1\neq -m_{-1}`
-    unless
-    :math:`b^* = 0`) and :math:`s = 0`. A given ``v21`` must satisfy :math:`v_{21}^\top(m_1+m_{-1})
-    = 2b^*`.
+    2b^*(m_1+m_{-1})/\|m_1+m_{-1}\|^2` (needs :math:`m_1\neq -m_{-1}` unless :math:`b^* = 0`) and
+    :math:`s = 0`. A given ``v21`` must satisfy :math:`v_{21}^\top(m_1+m_{-1}) = 2b^*`.
     """
     model = check_type(model, LDAModel, "model")
     w_star, b_star = model.bayes_params()
@@ -472,17 +470,14 @@ def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str 
 
     ``rule="gauss-hermite"``: an ``n_points``² Gauss–Hermite rule. Its error decays geometrically,
     at a speed set by :math:`\pi/\sqrt{w^\top\Gamma w}` and :math:`\pi/\sqrt{s^\top\Gamma s}` (the
-    distances of
-    the poles of :math:`\ell` and :math:`\sigma` from the real axis in standardised units): ~1e-12
-    with
-    40 nodes at widths up to ~1.5, but useless for sharp gates (error ~1e-4 with 80 nodes at
-    :math:`\sqrt{s^\top\Gamma s} = 10`). ``rule="adaptive"``: coordinates :math:`u` along the gate
-    and :math:`v` across it; in each, a composite Gauss–Legendre rule with ``n_points`` nodes per
-    panel, graded toward the gate's transition :math:`s_0 + s^\top x = 0`, the loss's kink :math:`f
-    = 0`, and (in :math:`u`) the
-    kinks of
-    the conditional mean score (:func:`gmmlib.quadrature.graded_normal_rule`): accurate to
-    ~1e-13 with 8 nodes per panel however sharp the gate or wide the predictor.
+    distances of the poles of :math:`\ell` and :math:`\sigma` from the real axis in standardised
+    units): ~1e-12 with 40 nodes at widths up to ~1.5, but useless for sharp gates (error ~1e-4 with
+    80 nodes at :math:`\sqrt{s^\top\Gamma s} = 10`). ``rule="adaptive"``: coordinates :math:`u`
+    along the gate and :math:`v` across it; in each, a composite Gauss–Legendre rule with
+    ``n_points`` nodes per panel, graded toward the gate's transition :math:`s_0 + s^\top x = 0`,
+    the loss's kink :math:`f = 0`, and (in :math:`u`) the kinks of the conditional mean score
+    (:func:`gmmlib.quadrature.graded_normal_rule`): accurate to ~1e-13 with 8 nodes per panel
+    however sharp the gate or wide the predictor.
 
     The rule checks itself: when ``tol`` is not ``None`` it also evaluates a coarser rule
     (``n_points // 2`` nodes per axis for Gauss–Hermite, ``n_points - 2`` per panel for the

@@ -208,10 +208,9 @@ def sgd_chains(
     adjoint :math:`J^\top` of :prf:ref:`prop-05-adjoint`, :math:`(\Gamma v_{21}g_w^\top + \Delta
     g_s^\top,\ 2g_s,\ \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\ -g_b + 2g_r)`. This is the same
     dynamics as :func:`gmmlib.training.train` with :class:`gmmlib.lda_torch.LDABlocksModule` and
-    ``optimizer="sgd"`` (``tests/test_lda.py``
-    compares
-    them step by step), vectorised in numpy over the chains: about fifty times faster for this
-    small head, which makes replicated runs of :math:`10^4` steps affordable.
+    ``optimizer="sgd"`` (``tests/test_lda.py`` compares them step by step), vectorised in numpy over
+    the chains: about fifty times faster for this small head, which makes replicated runs of
+    :math:`10^4` steps affordable.
 
     Parameters
     ----------
@@ -295,24 +294,21 @@ def valley_excess(
 
     the second-order expansion of :math:`\min_{w,b}R(w,b,r,s) - R^*` (the conditional risk
     :math:`t\mapsto\eta\ell(t)+(1-\eta)\ell(-t)` has second derivative :math:`\sigma'(t)`). For
-    small
-    :math:`s` the gate's constant and linear parts are absorbed and what is left is :math:`\frac12
-    r\sigma''(s_0)(s^\top x)^2` (projected), so :math:`V` is quartic in :math:`s`
-    when
-    :math:`\sigma''(s_0)\ne0` and of sixth order at :math:`\pi_+ = \frac12`: the flat directions of
-    :prf:ref:`prop-06-local` (Chapter 6) and the plateau of the symmetric runs.
+    small :math:`s` the gate's constant and linear parts are absorbed and what is left is
+    :math:`\frac12 r\sigma''(s_0)(s^\top x)^2` (projected), so :math:`V` is quartic in :math:`s`
+    when :math:`\sigma''(s_0)\ne0` and of sixth order at :math:`\pi_+ = \frac12`: the flat
+    directions of :prf:ref:`prop-06-local` (Chapter 6) and the plateau of the symmetric runs.
 
     With ``refit=False`` the affine part is not refitted (:math:`a = 0`, :math:`c = 0`): the
     excess of the gate term alone, for comparison.
 
     Returns ``(V, remainder)`` where ``remainder`` bounds the third-order term,
     :math:`\frac16\mathbb E[\sigma'(f^*)e^{|\delta|}|\delta|^3]` with :math:`\delta` the optimal
-    residual
-    (:math:`|\sigma''| \le \sigma'` and :math:`\sigma'(f^*+t)\le e^{|t|}\sigma'(f^*)`). Computed in
-    whitened coordinates :math:`z = L^{-1}x` (:math:`\Gamma = LL^\top`) on the span of
+    residual (:math:`|\sigma''| \le \sigma'` and :math:`\sigma'(f^*+t)\le e^{|t|}\sigma'(f^*)`).
+    Computed in whitened coordinates :math:`z = L^{-1}x` (:math:`\Gamma = LL^\top`) on the span of
     :math:`L^{-1}m_{\pm1}` and :math:`L^\top s`, of dimension at most 3 (the rest of :math:`z` is
-    noise
-    independent of the class, which the optimal :math:`a` ignores), by a tensor Gauss–Hermite rule.
+    noise independent of the class, which the optimal :math:`a` ignores), by a tensor Gauss–Hermite
+    rule.
     """
     model = check_type(model, LDAModel, "model")
     s = as_float_array(s, "s", ndim=1)

@@ -69,9 +69,7 @@ class LDABlocksModule(nn.Module):
     ``forward(X)`` returns :math:`f_\theta(x) = w^\top x + b + r\sigma(s_0+s^\top x)` with
     :math:`(w,b,r,s)` the image of the trainable blocks :math:`\theta = (U_{11}, u_{21}, v_{21},
     v_{22})` (see :func:`~gmmlib.lda.effective_params`). Training it on fresh samples :math:`(X, Y)`
-    is
-    stochastic
-    gradient descent on the population risk :math:`R(\theta)`.
+    is stochastic gradient descent on the population risk :math:`R(\theta)`.
     """
 
     def __init__(self, model: LDAModel, theta: LDABlocks) -> None:

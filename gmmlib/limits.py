@@ -228,8 +228,7 @@ def effective_sample_fraction(mixture: GaussianMixture, queries: Any, U: Any) ->
 
 def _exp_ratio(log_ratio: np.ndarray, factor: Any = 1.0) -> np.ndarray:
     r""":math:`e^{\Lambda(ka) - k\Lambda(a)}\cdot\mathrm{factor}`, formed in log space and refused
-    with a
-    ValueError where the product overflows (a finite ratio times a large factor can)."""
+    with a ValueError where the product overflows (a finite ratio times a large factor can)."""
     f = np.broadcast_to(np.asarray(factor, dtype=float), np.shape(log_ratio))
     with np.errstate(over="ignore", divide="ignore"):
         out = np.sign(f) * np.exp(log_ratio + np.log(np.abs(f)))
@@ -267,11 +266,11 @@ def finite_prompt_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any) ->
         Uz,
 
     (:prf:ref:`prop-01-clt`, eq. :eq:`eq-01-clt`, and :prf:ref:`cor-01-gaussian` of Chapter 1),
-    where :math:`\mu^{(2a)}` is the mixture tilted by :math:`2a`: with gates
-    :math:`\beta_k` of that tilt, :math:`\mathbb E_{\mu^{(2a)}}\|VX - T\|^2 = \sum_k\beta_k
-    [\operatorname{tr}(V\Gamma_kV^\top) + \|V(m_k + 2\Gamma_k a) - T\|^2]`. For a Gaussian
-    it reduces to :math:`e^{\kappa}(\operatorname{tr}V\Gamma V^\top + \|V\Gamma a\|^2)`,
-    :math:`\kappa = a^\top\Gamma a`.
+    where :math:`\mu^{(2a)}` is the mixture tilted by :math:`2a`: with gates :math:`\beta_k` of that
+    tilt, :math:`\mathbb E_{\mu^{(2a)}}\|VX - T\|^2 = \sum_k\beta_k
+    [\operatorname{tr}(V\Gamma_kV^\top) + \|V(m_k + 2\Gamma_k a) - T\|^2]`. For a Gaussian it
+    reduces to :math:`e^{\kappa}(\operatorname{tr}V\Gamma V^\top + \|V\Gamma a\|^2)`, :math:`\kappa
+    = a^\top\Gamma a`.
 
     Returns
     -------
@@ -338,10 +337,8 @@ def finite_prompt_mse_exact(
     any :math:`L \ge 2`.
 
     Implements :prf:ref:`prop-01-exact`, eq. :eq:`eq-01-exact`, of Chapter 1. For :math:`\mu =
-    \mathcal N(m,\Gamma)`, :math:`a = Uz`, :math:`\kappa = a^\top\Gamma a > 0`, write
-    the
-    score of a token as :math:`a^\top m + \sqrt\kappa\,\xi` with :math:`\xi\sim\mathcal N(0, 1)`,
-    its
+    \mathcal N(m,\Gamma)`, :math:`a = Uz`, :math:`\kappa = a^\top\Gamma a > 0`, write the score of a
+    token as :math:`a^\top m + \sqrt\kappa\,\xi` with :math:`\xi\sim\mathcal N(0, 1)`, its
     normalised weight :math:`\tilde w = e^{\sqrt\kappa\,\xi - \kappa/2}`, :math:`r =
     \xi/\sqrt\kappa`, :math:`g = \|V\Gamma a\|^2` and :math:`\varsigma^2 = \operatorname{tr}(V\Gamma
     V^\top) - g/\kappa`. Given its score, a centred value :math:`f = VX - T[\mu](z)` is

@@ -237,8 +237,7 @@ def graded_normal_rule(
     -------
     nodes, weights : ndarray, shape (J, N)
         With :math:`\sum_i w_{ji}\,g_j(z_{ji}) \approx \int\varphi\,g_j`. Rows have the same number
-        of
-        nodes (panels of zero length carry zero weight).
+        of nodes (panels of zero length carry zero weight).
     """
     check_positive(n_points, "n_points", integer=True)
     check_positive(spacing, "spacing")

@@ -24,8 +24,8 @@ class Trajectory(NamedTuple):
     t : ndarray, shape (n,)
         The output times.
     thetas : list
-        The parameters at those times, one object per time, of the type the flow's start
-        has (:class:`gmmlib.regression.RegressionBlocks`, :class:`gmmlib.lda.LDABlocks`).
+        The parameters at those times, one object per time, of the type the flow's start has
+        (:class:`gmmlib.regression.RegressionBlocks`, :class:`gmmlib.lda.LDABlocks`).
     nfev : int
         The number of gradient evaluations the solver made.
     """

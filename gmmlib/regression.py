@@ -137,9 +137,9 @@ def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any,
                    noise_std: float = 0.0) -> RegressionBatch:
     r"""Draw ``n_prompts`` prompts of ``length`` tokens :math:`(x_j, y_j)` and one query each.
 
-    The data model of :prf:ref:`prop-02-regression` (Chapter 2): :math:`w\sim\mathcal N(0, I_d)`
-    per prompt, :math:`x_j, x_q\sim\mathcal N(0,\Sigma)` i.i.d. and
-    :math:`y = w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0, \xi^2)` i.i.d.
+    The data model of :prf:ref:`prop-02-regression` (Chapter 2): :math:`w\sim\mathcal N(0, I_d)` per
+    prompt, :math:`x_j, x_q\sim\mathcal N(0,\Sigma)` i.i.d. and :math:`y = w^\top x + \varepsilon`,
+    :math:`\varepsilon\sim\mathcal N(0, \xi^2)` i.i.d.
 
     Parameters
     ----------
@@ -276,8 +276,8 @@ def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> fl
     I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
 
     Eq. :eq:`eq-02-risk` of :prf:ref:`prop-02-regression` (Chapter 2); :math:`\xi` = ``noise_std``
-    adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first
-    and the parameters second, as in :func:`gmmlib.lda.population_risk`.
+    adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first and
+    the parameters second, as in :func:`gmmlib.lda.population_risk`.
     """
     S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
@@ -482,10 +482,9 @@ def head_map(U: Any, V: Any) -> np.ndarray:
 
     With :math:`U_{xx} = U_{[:d,:d]}`, the label row :math:`u_{yx} = U_{[d,:d]}` and the readout
     :math:`(v_x, v_y) = V_{[-1,:]}`, the infinite-prompt prediction of a full head is
-    :math:`w^\top\Sigma P x_q` plus a part even in :math:`w`, with
-    :math:`P = v_y U_{xx} + v_x u_{yx}^\top` (Chapter 2, the proof of
-    :prf:ref:`prop-02-finite-risk`). For the block head of :prf:ref:`prop-02-regression`,
-    :math:`P = bA`.
+    :math:`w^\top\Sigma P x_q` plus a part even in :math:`w`, with :math:`P = v_y U_{xx} + v_x
+    u_{yx}^\top` (Chapter 2, the proof of :prf:ref:`prop-02-finite-risk`). For the block head of
+    :prf:ref:`prop-02-regression`, :math:`P = bA`.
 
     Returns
     -------
@@ -509,10 +508,9 @@ def head_limit_risk(
 
     The prediction is the last coordinate of :math:`V\Gamma_w U z_q`, :math:`z_q = (x_q, 0)`
     (:prf:ref:`lem-02-tilt` on the centred token law :eq:`eq-02-token-law`, Chapter 2), a polynomial
-    of
-    degree 2 in :math:`w` and 1 in :math:`x_q`; the squared error has degree 4 in :math:`w` and 2
-    in :math:`x_q`, so tensor Gauss–Hermite quadrature with 3 nodes per direction of :math:`w` and
-    2 per direction of :math:`x_q` computes :math:`\mathbb E(\hat y - y_q)^2` exactly (up to
+    of degree 2 in :math:`w` and 1 in :math:`x_q`; the squared error has degree 4 in :math:`w` and 2
+    in :math:`x_q`, so tensor Gauss–Hermite quadrature with 3 nodes per direction of :math:`w` and 2
+    per direction of :math:`x_q` computes :math:`\mathbb E(\hat y - y_q)^2` exactly (up to
     round-off); the query label's own noise adds :math:`\xi^2`.
 
     Parameters
@@ -568,9 +566,9 @@ def gradient_flow(
     :math:`\theta_0 = (A_0, b_0)`.
 
     The gradient flow of :prf:ref:`thm-02-flow` (Chapter 2); label noise only adds a constant
-    :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853
-    (explicit Runge–Kutta of order 8) at the given tolerances. Same order of arguments and
-    same return type as :func:`gmmlib.lda_dynamics.gradient_flow`.
+    :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853 (explicit
+    Runge–Kutta of order 8) at the given tolerances. Same order of arguments and same return type as
+    :func:`gmmlib.lda_dynamics.gradient_flow`.
 
     Parameters
     ----------

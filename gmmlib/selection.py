@@ -14,11 +14,11 @@ the readout with are in :mod:`gmmlib.classification`.
     r_k(z) = \frac{\pi_k\int a(z,\cdot)\,d\mu_k}{\sum_j\pi_j\int a(z,\cdot)\,d\mu_j},
 
 is a query-dependent convex combination of the per-component attentions
-(:prf:ref:`prop-03-alignment` of Chapter 3, which is Proposition A.1 of Gabet, Boursier
-and Boyer 2026; :func:`alignment_attention_limit`). Softmax attention is
-:math:`\ell(z,z') = z'^\top Uz`; with a shared covariance its limit is
-:math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k` (:func:`gmmlib.limits.shared_covariance_limit`).
-Linear attention mixes with the fixed :math:`\pi_k` (:func:`gmmlib.limits.component_linear_limits`).
+(:prf:ref:`prop-03-alignment` of Chapter 3, which is Proposition A.1 of Gabet, Boursier and Boyer
+2026; :func:`alignment_attention_limit`). Softmax attention is :math:`\ell(z,z') = z'^\top Uz`; with
+a shared covariance its limit is :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k`
+(:func:`gmmlib.limits.shared_covariance_limit`). Linear attention mixes with the fixed :math:`\pi_k`
+(:func:`gmmlib.limits.component_linear_limits`).
 
 **Classification tasks** (Chapter 7). A class-conditional mixture
 :math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`, :math:`P(k) = \pi_k`, and a label vector
@@ -96,11 +96,10 @@ def gaussian_kernel_log_alignment(noise_std: float) -> LogAlignment:
     :math:`\xi > 0`).
 
     Attention with this alignment is the Nadaraya–Watson kernel smoother of bandwidth :math:`\xi`.
-    Since :math:`e^{\ell(z,z')}\propto\mathcal N(z; z', \xi^2 I)`, its limit on a
-    prompt
-    law :math:`\mu` is :math:`\mathbb E[X\mid X + \xi\varepsilon = z]`, the Bayes denoiser at noise
-    standard deviation :math:`\xi` (Chapter 3, after :prf:ref:`prop-03-alignment`; Chapter 8):
-    the kernel's bandwidth *is* the noise level :math:`\xi` of the denoising chapters.
+    Since :math:`e^{\ell(z,z')}\propto\mathcal N(z; z', \xi^2 I)`, its limit on a prompt law
+    :math:`\mu` is :math:`\mathbb E[X\mid X + \xi\varepsilon = z]`, the Bayes denoiser at noise
+    standard deviation :math:`\xi` (Chapter 3, after :prf:ref:`prop-03-alignment`; Chapter 8): the
+    kernel's bandwidth *is* the noise level :math:`\xi` of the denoising chapters.
     """
     check_positive(noise_std, "noise_std")
     xi2 = float(noise_std) ** 2
@@ -419,9 +418,8 @@ def sample_prompts(
 
     Tokens are :math:`(x_j, y_{k_j})` with :math:`k_j\sim\pi` and :math:`x_j\sim\mathcal
     N(m_{k_j},\Gamma_{k_j})` i.i.d., i.e. draws from :func:`token_mixture` (eq.
-    :eq:`eq-07-token-mixture`, Chapter 7); queries are :math:`(x, 0)`
-    with
-    :math:`x` drawn from the same mixture, independently of the prompt.
+    :eq:`eq-07-token-mixture`, Chapter 7); queries are :math:`(x, 0)` with :math:`x` drawn from the
+    same mixture, independently of the prompt.
 
     Parameters
     ----------
@@ -472,8 +470,7 @@ def decide(readout: Any) -> np.ndarray:
     which is no class. So a head whose readout is constant across the classes (``W = 0``, or equal
     rows) decides nothing and scores 0, in agreement with
     :func:`gmmlib.classification.linear_rule_accuracy` and :prf:ref:`prop-07-linear-ceiling`,
-    instead of
-    answering class 0 everywhere.
+    instead of answering class 0 everywhere.
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
 r"""The one training loop of the book: torch autograd on sampled batches.
 
-:func:`train` runs a seeded optimisation of a torch model on freshly sampled batches
-(online learning: each step draws new prompts), shows a tqdm progress bar, and returns
-a :class:`gmmlib.records.History`. Batches come from the numpy ``Generator`` ``rng`` (or one
-seeded by an int ``rng``), so two runs with the same seed print the same numbers; no global
-random state is touched.
+:func:`train` runs a seeded optimisation of a torch model on freshly sampled batches (online
+learning: each step draws new prompts), shows a tqdm progress bar, and returns a
+:class:`gmmlib.records.History`. Batches come from the numpy ``Generator`` ``rng`` (or one seeded by
+an int ``rng``), so two runs with the same seed print the same numbers; no global random state is
+touched.
 
 The sampler follows gmmlib's one convention, count first and generator last: ``sample(batch_size,
 rng)``, as :meth:`gmmlib.mixtures.GaussianMixture.sample`. The two other descents in gmmlib are not

@@ -1,10 +1,10 @@
 """gmmlib's docstrings cite the book through Sphinx roles, and every label they cite exists.
 
-A label is written as the role that links it on the API page (``:prf:ref:`` for theorem-like
-blocks, ``:eq:`` for equations, ``:numref:`` for figures, ``:ref:`` for sections, exercises and
-boxes), never as a raw slug. The labels are read from the chapters' sources: ``(label)=``
-targets, ``:label:`` and ``:name:`` options, a figure cell's ``name:`` and ``$$ (label)``
-equations. A label no chapter defines fails here (and the strict build, ``-n``, fails too).
+A label is written as the role that links it on the API page (``:prf:ref:`` for theorem-like blocks,
+``:eq:`` for equations, ``:numref:`` for figures, ``:ref:`` for sections, exercises and boxes),
+never as a raw slug. The labels are read from the chapters' sources: ``(label)=`` targets,
+``:label:`` and ``:name:`` options, a figure cell's ``name:`` and ``$$ (label)`` equations. A label
+no chapter defines fails here (and the strict build, ``-n``, fails too).
 """
 
 from __future__ import annotations
@@ -123,9 +123,8 @@ PY_ROLE = re.compile(r":(func|meth|mod|attr):`~?([\w.]+)`")
 
 
 def _resolves(module, target: str) -> bool:
-    """Whether a Python cross-reference in ``module``'s docstrings finds its object, as Sphinx
-    looks it up: an absolute ``gmmlib.`` path, a name of the module, or a method of one of its
-    classes."""
+    """Whether a Python cross-reference in ``module``'s docstrings finds its object, as Sphinx looks
+    it up: an absolute ``gmmlib.`` path, a name of the module, or a method of one of its classes."""
     import importlib
     import inspect
 

@@ -2,8 +2,8 @@
 type, heads as ``U, V``; and its modules are a tree: names defined where they are documented, no
 private name imported across modules, no import cycle.
 
-Read from the signatures of every public function and method and from the source's imports, so
-that a new function or module that breaks a convention fails here rather than in a reader's head.
+Read from the signatures of every public function and method and from the source's imports, so that
+a new function or module that breaks a convention fails here rather than in a reader's head.
 """
 
 from __future__ import annotations
