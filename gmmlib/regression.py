@@ -292,11 +292,9 @@ def _risk_grad(S: np.ndarray, A: np.ndarray, b: float) -> RegressionBlocks:
     return RegressionBlocks(b * G, float(np.sum(G * A)))
 
 
-def population_risk_grad(
-    cov: Any, A: Any, b: float, *, noise_std: float = 0.0
-) -> tuple[float, RegressionBlocks]:
-    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (:prf:ref:`thm-02-flow`, Chapter
-    2).
+def population_risk_grad(cov: Any, A: Any, b: float, *,
+                         noise_std: float = 0.0) -> tuple[float, RegressionBlocks]:
+    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (:prf:ref:`thm-02-flow`, Ch. 2).
 
     With :math:`G = \nabla f(M) = 2\Sigma(\Sigma M - I)\Sigma` at :math:`M = bA`:
     :math:`\nabla_A\mathcal R = bG` and :math:`\partial_b\mathcal R = \langle G, A\rangle_F`
@@ -330,11 +328,9 @@ def optimal_parameters(cov: Any) -> RegressionBlocks:
 
 
 # ---------------------------------------------------------------------------- finite prompts
-def optimal_linear_map(
-    cov: Any, length: int | None = None, *, noise_std: float = 0.0
-) -> np.ndarray:
-    r"""The optimal product :math:`bA` for linear attention on prompts of :math:`L` = ``length``
-    tokens.
+def optimal_linear_map(cov: Any, length: int | None = None, *,
+                       noise_std: float = 0.0) -> np.ndarray:
+    r"""The optimal product :math:`bA` for linear attention on prompts of ``length`` tokens.
 
     :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma +
     \xi^2}{L}I\big)^{-1}` (:prf:ref:`prop-02-finite-risk`, Chapter 2); :math:`\Gamma_\infty^* =
@@ -349,9 +345,8 @@ def optimal_linear_map(
     return np.linalg.inv((1.0 + 1.0 / L) * S + (np.trace(S) + xi * xi) / L * np.eye(d))
 
 
-def finite_prompt_linear_risk(
-    cov: Any, A: Any, b: float, length: int, *, noise_std: float = 0.0
-) -> float:
+def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *,
+                              noise_std: float = 0.0) -> float:
     r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V =
     be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
 
@@ -494,16 +489,14 @@ def head_map(U: Any, V: Any) -> np.ndarray:
     V = as_float_array(V, "V", ndim=2)
     d = U.shape[0] - 1
     if U.shape != (d + 1, d + 1) or V.shape[1] != d + 1 or d < 1:
-        raise ValueError(
-            f"U must be (d+1, d+1) and V (p, d+1) with d >= 1, got {U.shape} and {V.shape}"
-        )
+        raise ValueError(f"U must be (d+1, d+1) and V (p, d+1) with d >= 1, "
+                         f"got {U.shape} and {V.shape}")
     v = V[-1]
     return v[d] * U[:d, :d] + np.outer(v[:d], U[d, :d])
 
 
-def head_limit_risk(
-    cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_points: int | None = None
-) -> float:
+def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0,
+                    n_points: int | None = None) -> float:
     r"""Infinite-prompt risk of a full head :math:`(U, V)` (softmax or linear: they agree here).
 
     The prediction is the last coordinate of :math:`V\Gamma_w U z_q`, :math:`z_q = (x_q, 0)`
@@ -559,9 +552,8 @@ def head_limit_risk(
 
 
 # ---------------------------------------------------------------------------- gradient flow
-def gradient_flow(
-    cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13, atol: float = 1e-15
-) -> Trajectory:
+def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
+                  atol: float = 1e-15) -> Trajectory:
     r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from
     :math:`\theta_0 = (A_0, b_0)`.
 
@@ -599,15 +591,8 @@ def gradient_flow(
         g = _risk_grad(S, y[:-1].reshape(d, d), y[-1])
         return -np.concatenate([g.A.ravel(), [g.b]])
 
-    sol = solve_ivp(
-        rhs,
-        (0.0, float(t_eval[-1])),
-        np.concatenate([A0.ravel(), [b0]]),
-        method="DOP853",
-        t_eval=t_eval,
-        rtol=rtol,
-        atol=atol,
-    )
+    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([A0.ravel(), [b0]]),
+                    method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
     if not sol.success:  # pragma: no cover - DOP853 on a smooth polynomial field
         raise RuntimeError(f"gradient flow integration failed: {sol.message}")
     thetas = [RegressionBlocks(y[:-1].reshape(d, d), float(y[-1])) for y in sol.y.T]
