@@ -185,3 +185,9 @@ def test_the_modules_import_no_cycle():
     for node in sorted(graph):
         if node not in state:
             visit(node, [])
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_every_module_is_under_600_lines(path):
+    """A module longer than this holds more than one idea: split it by idea."""
+    assert len(path.read_text().splitlines()) < 600, path.name
