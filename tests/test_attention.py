@@ -263,3 +263,16 @@ def test_numpy_and_torch_are_one_formula(seed, batched, chunk, scale):
         np.testing.assert_allclose(
             theirs.numpy(), ours, rtol=1e-12, atol=1e-12 * (1 + np.abs(ours).max())
         )
+
+
+def test_attention_head_draws_its_start_from_rng():
+    """``rng`` is an int seed (torch's generator, as before) or a numpy Generator that draws it."""
+    a = AttentionHead(3, rng=np.random.default_rng(11))
+    b = AttentionHead(3, rng=np.random.default_rng(11))
+    torch.testing.assert_close(a.U, b.U)
+    assert not torch.equal(a.U, AttentionHead(3, rng=np.random.default_rng(12)).U)
+    torch.testing.assert_close(AttentionHead(3, rng=5).V, AttentionHead(3, rng=np.int64(5)).V)
+    with pytest.raises(ValueError, match="rng"):
+        AttentionHead(3, rng=-1)
+    with pytest.raises(TypeError, match="rng"):
+        AttentionHead(3, rng="seed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -36,6 +37,9 @@ def test_train_is_seeded_and_learns():
         for _ in range(2)
     ]
     assert runs[0].loss == runs[1].loss
+    generator = train(AttentionHead(2, kind="linear", rng=0), sample, loss_fn, batch_size=64,
+                      steps=60, lr=0.05, rng=np.random.default_rng(3), progress=False)
+    assert generator.loss == runs[0].loss  # an int seed is the Generator it seeds
     assert runs[0].loss[-1] < 0.1 * runs[0].loss[0]
     assert set(runs[0].as_arrays()) == {"step", "loss"}
     with pytest.raises(ValueError, match="steps"):
