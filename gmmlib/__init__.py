@@ -5,26 +5,29 @@ Every formula the book uses lives here once; the chapters import it.
 Modules
 -------
 mixtures   : :class:`GaussianMixture` (sampling, densities, posteriors, exponential tilting)
-attention  : finite-prompt softmax and linear attention, trainable heads
+attention  : finite-prompt softmax and linear attention; the head and prompt-batch types
+attention_torch : the trainable torch twin of a head (AttentionHead)
 limits     : the infinite-prompt operators in closed form and the finite-prompt error law
 quadrature : Gauss–Hermite expectations under Gaussians and mixtures
 regression : in-context linear regression (Chapter 2)
-selection  : query-dependent selection: alignment decomposition, multi-class and XOR tasks (Chapters 3, 7)
-classification : Bayes scores and the accuracies of linear, sign and cone rules in closed form (Chapter 7)
+selection  : query-dependent selection: alignments, multi-class and XOR tasks (Chapters 3, 7)
+classification : Bayes scores; accuracies of linear, sign and cone rules in closed form (Ch. 7)
 lda        : classification with one head: the task, the predictor, the risk (Chapters 4–6)
-lda_dynamics : its gradient flow, population gradient descent, SGD chains and their floors (Chapter 6)
+lda_landscape : its landmarks: the best linear rule, the minimisers, zeta_rho (Chapters 4–6)
+lda_dynamics : its gradient flow, population descent, SGD chains and their floors (Chapter 6)
 lda_torch  : torch versions (autograd reference risk, LDABlocksModule) for Chapters 5 and 6
-denoising  : the Bayes denoiser, its risks, the best linear/affine denoisers, its iterates (Chapters 8–9)
-denoising_heads : attention heads that denoise: two-/one-head, residual and key-bias constructions (Chapters 8, 10)
-head_training : fitting a sum of heads on the infinite prompt with numpy gradients: online SGD, L-BFGS (Chapter 8)
+denoising  : the Bayes denoiser, its risks, the best linear/affine maps, its iterates (Ch. 8–9)
+denoising_heads : heads that denoise: two-/one-head, residual, key-bias constructions (Ch. 8, 10)
+head_training : a sum of heads fitted on the infinite prompt: online SGD, L-BFGS (Chapter 8)
 checks     : the ledger of numerical checks behind every claim, with their negative controls
-evidence   : what a check compares with: quadrature, Richardson and Monte Carlo estimates with their errors
+evidence   : what a check compares with: quadrature, Richardson, Monte Carlo, with their errors
 seeding    : one base seed for the book and named random streams
 training   : the one training loop (torch autograd on sampled batches, ``sample(batch_size, rng)``)
+records    : what solvers return: Trajectory (a solved gradient flow), History (a training run)
 plotting   : the book's figure style and shared plots
 
-The shared types (:class:`~gmmlib.attention.Head`, :class:`~gmmlib.attention.PromptBatch`,
-:class:`~gmmlib.lda_dynamics.Trajectory`) live in the private ``_types`` module, without torch.
+Every name is documented in the module that defines it. Conventions: the generator is ``rng`` (last
+among the positional arguments), a head's parameters are ``U, V`` side by side (``f(..., *head)``).
 """
 
 from importlib import import_module
@@ -51,6 +54,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_PUBLIC])
+
 
 __all__ = [
     "GaussianMixture",

@@ -13,6 +13,7 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
+    "as_tensor",
     "check_covariances",
     "check_points",
     "check_queries",
@@ -21,6 +22,7 @@ __all__ = [
     "check_matrix",
     "check_rng",
     "check_positive",
+    "check_type",
 ]
 
 
@@ -77,7 +79,9 @@ def check_rng(rng: Any, name: str = "rng") -> np.random.Generator:
         if rng < 0:
             raise ValueError(f"{name} must be a non-negative integer seed, got {rng}")
         return np.random.default_rng(int(rng))
-    raise TypeError(f"{name} must be a numpy Generator or an integer seed, got {type(rng).__name__}")
+    raise TypeError(
+        f"{name} must be a numpy Generator or an integer seed, got {type(rng).__name__}"
+    )
 
 
 def check_positive(x: Any, name: str, *, integer: bool = False, allow_zero: bool = False) -> Any:
@@ -100,6 +104,29 @@ def check_positive(x: Any, name: str, *, integer: bool = False, allow_zero: bool
 SYM_TOL = 1e-10
 
 
+def as_tensor(x: Any, name: str, dtype: Any = None):
+    """Convert ``x`` to a finite floating torch tensor (of ``dtype`` if given); torch loads here.
+
+    A tensor keeps its autograd history; an array becomes a tensor that owns its data.
+    """
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        t = x if dtype is None else x.to(dtype)
+    else:
+        arr = as_float_array(x, name)
+        if not arr.flags.writeable:  # read-only (a frozen mixture's means): torch needs a copy
+            arr = arr.copy()
+        t = torch.from_numpy(arr)
+        if dtype is not None:
+            t = t.to(dtype)
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    if not bool(torch.isfinite(t.detach()).all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return t
+
+
 def check_covariances(covs: Any, name: str = "covs", *, definite: bool = False) -> np.ndarray:
     r"""The one validator of covariance matrices: a (d, d) matrix or a (K, d, d) stack.
 
@@ -111,13 +138,21 @@ def check_covariances(covs: Any, name: str = "covs", *, definite: bool = False) 
     """
     C = as_float_array(covs, name, ndim=(2, 3))
     if C.shape[-1] != C.shape[-2] or C.shape[-1] == 0:
-        raise ValueError(f"{name} must hold square (d, d) matrices with d >= 1, got shape {C.shape}")
+        raise ValueError(
+            f"{name} must hold square (d, d) matrices with d >= 1, got shape {C.shape}"
+        )
     stack = C if C.ndim == 3 else C[None]
     scale = max(1.0, float(np.max(np.abs(stack)))) if stack.size else 1.0
-    gap = np.max(np.abs(stack - np.swapaxes(stack, -1, -2)), axis=(-1, -2)) if stack.size else np.zeros(1)
+    gap = (
+        np.max(np.abs(stack - np.swapaxes(stack, -1, -2)), axis=(-1, -2))
+        if stack.size
+        else np.zeros(1)
+    )
     if np.max(gap) > SYM_TOL * scale:
         where = f"; component {int(np.argmax(gap))}" if C.ndim == 3 else ""
-        raise ValueError(f"{name} must be symmetric{where}: it differs from its transpose by {np.max(gap):.3g}")
+        raise ValueError(
+            f"{name} must be symmetric{where}: it differs from its transpose by {np.max(gap):.3g}"
+        )
     sym = 0.5 * (stack + np.swapaxes(stack, -1, -2))
     low = np.linalg.eigvalsh(sym).min(axis=-1)
     bad = low <= 0 if definite else low < -SYM_TOL * scale
@@ -135,7 +170,9 @@ def check_queries(queries: Any, d: int, name: str = "queries") -> tuple[np.ndarr
     single = Q.ndim == 1
     Q = Q[None, :] if single else Q
     if Q.shape[1] != d:
-        raise ValueError(f"{name} must have shape (n, {d}) to match the dimension {d}, got {Q.shape}")
+        raise ValueError(
+            f"{name} must have shape (n, {d}) to match the dimension {d}, got {Q.shape}"
+        )
     return Q, single
 
 
@@ -161,3 +198,10 @@ def check_V(V: Any, d: int, name: str = "V") -> np.ndarray:
     if V.shape[1] != d:
         raise ValueError(f"{name} must have shape (p, {d}), got {V.shape}")
     return V
+
+
+def check_type(x: Any, cls: type, name: str) -> Any:
+    """Return ``x`` if it is an instance of ``cls``; else raise ``TypeError`` naming both."""
+    if not isinstance(x, cls):
+        raise TypeError(f"{name} must be a {cls.__module__}.{cls.__name__}, got {type(x).__name__}")
+    return x

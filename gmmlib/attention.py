@@ -1,6 +1,6 @@
 r"""Finite-prompt attention: one softmax and one linear implementation, plus trainable heads.
 
-Implements Definition def-01-attention of Chapter 1 on the empirical measure of a prompt.
+Implements :prf:ref:`def-01-attention` of Chapter 1 on the empirical measure of a prompt.
 
 A prompt of tokens :math:`z_1, \dots, z_L \in \mathbb R^d` and a query :math:`z` give
 
@@ -11,8 +11,11 @@ A prompt of tokens :math:`z_1, \dots, z_L \in \mathbb R^d` and a query :math:`z`
     T^{\mathrm{lin}}_{U,V}[\hat\mu_L](z) = \frac1L \sum_j (z_j^\top U z)\, V z_j
     = V \Big(\frac1L\sum_j z_j z_j^\top\Big) U z,
 
-the softmax and linear attention of the empirical measure :math:`\hat\mu_L`. ``U`` (d, d)
-merges query and key matrices, ``V`` (p, d) is the value matrix.
+the softmax and linear attention of the empirical measure :math:`\hat\mu_L`. ``U`` (d, d) merges
+query and key matrices, ``V`` (p, d) is the value matrix. Every function of gmmlib that takes a head
+takes ``U, V`` side by side, so a :class:`Head` is passed unpacked: ``softmax_attention(tokens,
+queries, *head)`` (one signature per function, with the formulas' names; ``head.U`` where only
+:math:`U` enters).
 
 Both functions take numpy arrays (and return numpy, computed in float64 with numpy alone)
 or torch tensors (and return a differentiable torch tensor). Each is written once, against
@@ -21,22 +24,23 @@ so the numpy and the torch results come from one formula. Softmax attention stre
 the tokens with a running log-sum-exp, so it is finite for huge scores and its memory does
 not grow with the prompt length beyond the inputs.
 
-torch is imported only by the torch side: :class:`AttentionHead` (loaded on first use) and
-tensor inputs, which imply that the caller has imported it. A chapter that computes in numpy
-does not pay for importing torch.
+This module imports no torch: tensor inputs imply that the caller has imported it, and the trainable
+torch twin of :class:`Head` is :class:`gmmlib.attention_torch.AttentionHead`. A chapter that
+computes in numpy does not pay for importing torch.
+
+:class:`Head` and :class:`PromptBatch` are defined here, and every gmmlib module that builds heads
+or samples prompts imports them from here.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ._types import Head, PromptBatch
-
-if TYPE_CHECKING:  # at run time, loaded on first use by __getattr__ below
-    from ._torch_head import AttentionHead
+from ._validation import as_tensor, as_float_array
 
 __all__ = [
     "Head",
@@ -45,25 +49,70 @@ __all__ = [
     "linear_attention",
     "attention_weights",
     "softmax_attention_path",
-    "AttentionHead",
 ]
 
 # Scores held at once per chunk: batch * queries * chunk <= this many numbers.
 _CHUNK_BUDGET = 1 << 21
 
 
-def __getattr__(name: str) -> Any:
-    # The torch twin of Head is defined with torch, so it loads on first use (PEP 562).
-    if name == "AttentionHead":
-        from ._torch_head import AttentionHead
+@dataclass(frozen=True)
+class Head:
+    r"""The parameters :math:`(U, V)` of one attention head, as numpy float64 arrays.
 
-        globals()[name] = AttentionHead
-        return AttentionHead
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    Every construction of the book returns a :class:`Head` or a tuple of them (a multi-head layer is
+    the sum of its heads). ``U`` is (d, d), ``V`` is (p, d); ``U, V = head`` unpacks, and ``f(...,
+    *head)`` passes it to any function of ``U, V``.
+    """
+
+    U: np.ndarray
+    V: np.ndarray
+
+    def __post_init__(self) -> None:
+        U = np.array(self.U, dtype=np.float64)
+        V = np.array(self.V, dtype=np.float64)
+        if U.ndim != 2 or U.shape[0] != U.shape[1]:
+            raise ValueError(f"U must be a square (d, d) matrix, got shape {U.shape}")
+        if V.ndim != 2 or V.shape[1] != U.shape[0]:
+            raise ValueError(
+                f"V must be a (p, d) matrix with d = {U.shape[0]}, got shape {V.shape}"
+            )
+        if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
+            raise ValueError("U and V must be finite (no NaN or inf)")
+        U.setflags(write=False)
+        V.setflags(write=False)
+        object.__setattr__(self, "U", U)
+        object.__setattr__(self, "V", V)
+
+    def __iter__(self):
+        return iter((self.U, self.V))
+
+
+@dataclass(frozen=True)
+class PromptBatch:
+    r"""A batch of prompts with their queries and targets: what every task sampler of gmmlib
+    returns.
+
+    Task samplers are called ``sample_prompts(<task>, n_prompts=..., length=..., rng=...)`` and
+    return one of these (a task may subclass it to add its own fields).
+
+    Attributes
+    ----------
+    tokens : ndarray or Tensor, shape (n_prompts, length, D)
+        The prompts' tokens.
+    queries : ndarray or Tensor, shape (n_prompts, n_queries, D)
+        The query tokens of each prompt.
+    targets : ndarray or Tensor
+        What a perfect model would output for each query (task-dependent shape).
+    """
+
+    tokens: Any
+    queries: Any
+    targets: Any
 
 
 def _namespace(*xs: Any):
-    """``torch`` if any argument is a torch tensor (torch is then already imported), else ``numpy``."""
+    """``torch`` if any argument is a torch tensor (torch is then already imported), else
+    ``numpy``."""
     torch = sys.modules.get("torch")
     if torch is not None and any(isinstance(x, torch.Tensor) for x in xs):
         return torch
@@ -75,48 +124,28 @@ def _plain(x: Any) -> Any:
     return x.detach() if hasattr(x, "detach") else x
 
 
-def _to_numpy(x: Any, name: str) -> np.ndarray:
-    if hasattr(x, "detach"):  # a tensor given to a numpy-only function
-        x = x.detach().cpu().numpy()
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array or tensor, got {type(x).__name__}") from exc
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return arr
-
-
-def _to_tensor(x: Any, name: str, dtype: Any):
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        t = x if dtype is None else x.to(dtype)
-    else:
-        arr = _to_numpy(x, name)
-        if not arr.flags.writeable:  # read-only (e.g. a frozen mixture's means): torch needs its own copy
-            arr = arr.copy()
-        t = torch.from_numpy(arr)
-        if dtype is not None:
-            t = t.to(dtype)
-    if not t.is_floating_point():
-        t = t.to(torch.get_default_dtype())
-    if not bool(torch.isfinite(t.detach()).all()):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return t
-
-
 def _prepare(tokens: Any, queries: Any, U: Any, V: Any, xp: Any = None):
-    """Validate shapes; return arrays of one namespace ``xp`` (numpy, or torch for tensors), and whether to batch."""
+    """Validate shapes; return arrays of one namespace ``xp`` (numpy, or torch for tensors), and
+    whether to batch."""
     xp = _namespace(tokens, queries, U, V) if xp is None else xp
     if xp is np:
-        Z, Q, U, V = (_to_numpy(x, n) for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V")))
+        Z, Q, U, V = (
+            as_float_array(x, n)
+            for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V"))
+        )
     else:
-        dtypes = [x.dtype for x in (tokens, queries, U, V) if isinstance(x, xp.Tensor) and x.is_floating_point()]
+        dtypes = [
+            x.dtype
+            for x in (tokens, queries, U, V)
+            if isinstance(x, xp.Tensor) and x.is_floating_point()
+        ]
         dtype = dtypes[0] if dtypes else xp.float64
         for dt in dtypes[1:]:
             dtype = xp.promote_types(dtype, dt)
-        Z, Q, U, V = (_to_tensor(x, n, dtype) for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V")))
+        Z, Q, U, V = (
+            as_tensor(x, n, dtype)
+            for x, n in ((tokens, "tokens"), (queries, "queries"), (U, "U"), (V, "V"))
+        )
     if Z.ndim not in (2, 3):
         raise ValueError(f"tokens must have shape (L, d) or (B, L, d), got {tuple(Z.shape)}")
     if Q.ndim not in (2, 3):
@@ -125,7 +154,10 @@ def _prepare(tokens: Any, queries: Any, U: Any, V: Any, xp: Any = None):
     if Z.shape[-2] == 0:
         raise ValueError("tokens must hold at least one token (L >= 1)")
     if Q.shape[-1] != d:
-        raise ValueError(f"queries must have last dimension d = {d} (the tokens' dimension), got {tuple(Q.shape)}")
+        raise ValueError(
+            f"queries must have last dimension d = {d} (the tokens' dimension), "
+            f"got {tuple(Q.shape)}"
+        )
     if tuple(U.shape) != (d, d):
         raise ValueError(f"U must have shape (d, d) = ({d}, {d}), got {tuple(U.shape)}")
     if V.ndim != 2 or V.shape[1] != d:
@@ -148,12 +180,15 @@ def _finish(out: Any, xp: Any, batched: bool):
     if not batched:
         out = out[0]
     if xp is np and not np.isfinite(out).all():
-        raise ValueError("the result overflows the float range: the tokens, U or V are too large for it")
+        raise ValueError(
+            "the result overflows the float range: the tokens, U or V are too large for it"
+        )
     return out
 
 
 def _finite_tilts(Q: Any, U: Any, Z: Any, xp: Any) -> Any:
-    """The tilts a = Uz of the queries, each row whose scores could overflow replaced by its direction at a finite scale.
+    """The tilts a = Uz of the queries, each row whose scores could overflow replaced by its
+    direction at a finite scale.
 
     Where a = Uz (or a score z_jᵀa) is beyond the float range, the softmax over the tokens is
     an argmax (ties shared): only the direction of a matters. It is rescaled so that no score
@@ -164,22 +199,30 @@ def _finite_tilts(Q: Any, U: Any, Z: Any, xp: Any) -> Any:
         A = Q @ U.T
     big = xp.finfo(A.dtype).max * 1e-8
     Zp = _plain(Z)  # the largest |z_j| per prompt, without a temporary of the prompt's size:
-    zmax = xp.clip(xp.maximum(xp.amax(Zp, axis=(-2, -1), keepdims=True),
-                              -xp.amin(Zp, axis=(-2, -1), keepdims=True)), 1.0, None)
+    zmax = xp.clip(
+        xp.maximum(
+            xp.amax(Zp, axis=(-2, -1), keepdims=True), -xp.amin(Zp, axis=(-2, -1), keepdims=True)
+        ),
+        1.0,
+        None,
+    )
     with np.errstate(over="ignore", invalid="ignore"):  # inf or nan tilts compare False
         bad = ~(xp.amax(xp.abs(_plain(A)), axis=-1, keepdims=True) * zmax * Z.shape[-1] <= big)
     if not bool(bad.any()):
         return A
     tiny = xp.finfo(A.dtype).tiny
     Q, U = _plain(Q), _plain(U)
-    direction = (Q / xp.clip(xp.amax(xp.abs(Q), axis=-1, keepdims=True), tiny, None)) @ (U / xp.amax(xp.abs(U))).T
+    direction = (Q / xp.clip(xp.amax(xp.abs(Q), axis=-1, keepdims=True), tiny, None)) @ (
+        U / xp.amax(xp.abs(U))
+    ).T
     dmax = xp.clip(xp.amax(xp.abs(direction), axis=-1, keepdims=True), tiny, None)
     scaled = direction * (big / (dmax * zmax * Z.shape[-1]))
     return xp.where(bad, scaled, A)
 
 
 def _softmax_mean(Z: Any, A: Any, chunk_size: int, xp: Any, in_place: bool) -> Any:
-    r"""The softmax-weighted mean of the tokens, :math:`\sum_j e^{z_j^\top a} z_j / \sum_j e^{z_j^\top a}`, per tilt.
+    r"""The softmax-weighted mean of the tokens, :math:`\sum_j e^{z_j^\top a} z_j / \sum_j
+    e^{z_j^\top a}`, per tilt.
 
     One pass over chunks of tokens with a running maximum :math:`M` of the scores: after
     each chunk the partial sums are rescaled by :math:`e^{M_{old}-M_{new}}`. ``in_place``
@@ -189,7 +232,9 @@ def _softmax_mean(Z: Any, A: Any, chunk_size: int, xp: Any, in_place: bool) -> A
     for start in range(0, Z.shape[-2], chunk_size):
         chunk = Z[..., start : start + chunk_size, :]
         S = A @ chunk.swapaxes(-1, -2)  # (B, n, c) scores
-        new_max = xp.amax(S, axis=-1) if run_max is None else xp.maximum(run_max, xp.amax(S, axis=-1))
+        new_max = (
+            xp.amax(S, axis=-1) if run_max is None else xp.maximum(run_max, xp.amax(S, axis=-1))
+        )
         if in_place:
             S -= new_max[..., None]
             P = xp.exp(S, out=S)
@@ -245,7 +290,11 @@ def softmax_attention(tokens: Any, queries: Any, U: Any, V: Any, *, chunk_size: 
     n = Q.shape[1]
     if chunk_size is None:
         chunk_size = max(1, _CHUNK_BUDGET // max(1, B * n))
-    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+    elif (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, (int, np.integer))
+        or chunk_size < 1
+    ):
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     A = _finite_tilts(Q, U, Z, xp)  # a_i = U z_i, shape (B, n, d): s_ij = z_j . a_i
     mean_token = _softmax_mean(Z, A, int(chunk_size), xp, in_place=not _grad_wanted(xp, Z, A))
@@ -254,7 +303,8 @@ def softmax_attention(tokens: Any, queries: Any, U: Any, V: Any, *, chunk_size: 
 
 
 def softmax_attention_path(tokens: Any, queries: Any, U: Any, V: Any, lengths: Any) -> np.ndarray:
-    r"""Softmax attention over the first :math:`L` tokens of one prompt, for several :math:`L` at once.
+    r"""Softmax attention over the first :math:`L` tokens of one prompt, for several :math:`L` at
+    once.
 
     Follows a single growing prompt :math:`z_1, z_2, \dots`: row :math:`i` of the result is
     :math:`T_{U,V}[\hat\mu_{L_i}](z)` with :math:`\hat\mu_{L}` the empirical measure of
@@ -281,7 +331,9 @@ def softmax_attention_path(tokens: Any, queries: Any, U: Any, V: Any, lengths: A
     """
     Z, Q, Ut, Vt, _, batched = _prepare(tokens, queries, U, V, xp=np)
     if batched:
-        raise ValueError(f"tokens must have shape (L, d) and queries (n, d) for a path, got {tuple(Z.shape)}")
+        raise ValueError(
+            f"tokens must have shape (L, d) and queries (n, d) for a path, got {tuple(Z.shape)}"
+        )
     lengths = np.asarray(lengths)
     if lengths.ndim != 1 or lengths.size == 0 or not np.issubdtype(lengths.dtype, np.integer):
         raise ValueError("lengths must be a non-empty 1-D array of integers")
@@ -301,14 +353,17 @@ def softmax_attention_path(tokens: Any, queries: Any, U: Any, V: Any, lengths: A
         for sign in (1.0, -1.0):
             with np.errstate(divide="ignore"):
                 log_z = np.log(np.clip(sign * Z[0], 0.0, None))  # -inf where z has the other sign
-            parts.append(np.exp(np.logaddexp.accumulate(S[..., None] + log_z[:, None, :], axis=0) - log_den))
+            parts.append(
+                np.exp(np.logaddexp.accumulate(S[..., None] + log_z[:, None, :], axis=0) - log_den)
+            )
         mean = (parts[0] - parts[1])[idx]
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused by _finish
         return _finish(mean @ Vt.T, np, True)
 
 
 def attention_weights(tokens: Any, query: Any, U: Any) -> np.ndarray:
-    r"""The softmax weights :math:`e^{s_j}/\sum_i e^{s_i}`, :math:`s_j = z_j^\top U z`, of one query over a prompt.
+    r"""The softmax weights :math:`e^{s_j}/\sum_i e^{s_i}`, :math:`s_j = z_j^\top U z`, of one query
+    over a prompt.
 
     Parameters
     ----------
@@ -320,7 +375,7 @@ def attention_weights(tokens: Any, query: Any, U: Any) -> np.ndarray:
     -------
     ndarray, shape (L,)
     """
-    q = _to_numpy(query, "query")
+    q = as_float_array(query, "query")
     if q.ndim != 1:
         raise ValueError(f"query must be one vector of shape (d,), got shape {q.shape}")
     Z, Q, Ut, _, _, batched = _prepare(tokens, q[None, :], U, np.eye(q.shape[0]), xp=np)

@@ -1,14 +1,13 @@
 r"""Classification rules on Gaussian mixtures in closed form: Bayes scores and rule accuracies.
 
-Chapter 7 (selection beyond linear rules). Class :math:`k` is the component
-:math:`\mathcal N(m_k,\Gamma_k)` of a mixture ``x_mixture`` with :math:`P(k) = \pi_k` (the tasks
-themselves, and the attention readout these rules are compared with, are in
+Chapter 7 (selection beyond linear rules). Class :math:`k` is the component :math:`\mathcal
+N(m_k,\Gamma_k)` of a mixture ``x_mixture`` with :math:`P(k) = \pi_k` (the tasks themselves, XOR's
+Bayes score and accuracy among them, and the attention readout these rules are compared with, are in
 :mod:`gmmlib.selection`). This module gives, without sampling,
 
 * the Bayes (LDA) scores of a shared-covariance mixture (:func:`bayes_scores`);
 * the accuracy of a linear argmax rule (:func:`linear_rule_accuracy`, orthant probabilities)
   and of a sign rule (:func:`sign_rule_accuracy`);
-* the Bayes score and accuracy of XOR (:func:`xor_posterior_mean`, :func:`xor_bayes_accuracy`);
 * the best intercept-free argmax rule on three classes in the plane (:func:`best_cone_rule`),
   through the probability of a sector (:func:`sector_probability`).
 """
@@ -20,30 +19,31 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.stats import multivariate_normal, norm
 
-from ._validation import as_float_array, check_covariances, check_positive
+from ._validation import as_float_array, check_covariances
 from .mixtures import GaussianMixture, check_mixture
 
 __all__ = [
     "bayes_scores",
     "linear_rule_accuracy",
     "sign_rule_accuracy",
-    "xor_posterior_mean",
-    "xor_bayes_accuracy",
     "sector_probability",
     "ConeRule",
     "best_cone_rule",
 ]
 
 
-# --------------------------------------------------------------------------- Bayes rules and accuracies
+# --------------------------------------------------------------------------- Bayes rules and
+# accuracies
 def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
-    r"""The Bayes (LDA) scores of Chapter 7 (before Proposition prop-07-linear-accuracy): :math:`w_k^\top x + b_k` with
+    r"""The Bayes (LDA) scores of Chapter 7 (before :prf:ref:`prop-07-linear-accuracy`):
+    :math:`w_k^\top x + b_k` with
 
     .. math::
 
         w_k = \Gamma^{-1}m_k,\qquad b_k = -\tfrac12 m_k^\top\Gamma^{-1}m_k + \log\pi_k,
 
-    so that :math:`p(k\mid x) = \operatorname{softmax}_k (w_k^\top x + b_k)` for a shared covariance.
+    so that :math:`p(k\mid x) = \operatorname{softmax}_k (w_k^\top x + b_k)` for a shared
+    covariance.
 
     Returns
     -------
@@ -60,7 +60,8 @@ def bayes_scores(x_mixture: GaussianMixture) -> tuple[np.ndarray, np.ndarray]:
 
 def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = None, *,
                          abseps: float = 1e-9) -> float:
-    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)`: Proposition prop-07-linear-accuracy (Chapter 7).
+    r"""Accuracy of the rule :math:`\hat k(x) = \arg\max_k (w_k^\top x + b_k)`:
+    :prf:ref:`prop-07-linear-accuracy` (Chapter 7).
 
     Class :math:`k` is the component :math:`\mathcal N(m_k,\Gamma_k)`.
 
@@ -109,15 +110,25 @@ def linear_rule_accuracy(x_mixture: GaussianMixture, W: Any, b: Any | None = Non
         else:
             # P(D > 0) = P(-D/sd < z) = CDF of N(0, corr) at z.
             # Genz's algorithm is randomised quasi-Monte Carlo: a fixed rng keeps it reproducible.
-            p = float(multivariate_normal.cdf(z, mean=np.zeros(z.size), cov=corr, allow_singular=True,
-                                              maxpts=200_000 * z.size, abseps=abseps, releps=0.0,
-                                              rng=np.random.default_rng(0)))
+            p = float(
+                multivariate_normal.cdf(
+                    z,
+                    mean=np.zeros(z.size),
+                    cov=corr,
+                    allow_singular=True,
+                    maxpts=200_000 * z.size,
+                    abseps=abseps,
+                    releps=0.0,
+                    rng=np.random.default_rng(0),
+                )
+            )
         acc += x_mixture.weights[k] * p
     return float(acc)
 
 
 def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float = 0.0) -> float:
-    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)`: Corollary cor-07-xor, item 2 (Chapter 7).
+    r"""Accuracy of the rule :math:`\hat y(x) = \operatorname{sign}(w^\top x + b)`:
+    :prf:ref:`cor-07-xor`, item 2 (Chapter 7).
 
     Component :math:`k` carries the label :math:`y_k\in\{-1, 1\}`.
 
@@ -126,7 +137,8 @@ def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float
 
     .. math::
 
-        \mathrm{acc} = \sum_k \pi_k\,\Phi\Big(\frac{y_k\,(w^\top m_k + b)}{\sqrt{w^\top\Gamma_k w}}\Big).
+        \mathrm{acc} = \sum_k \pi_k\,\Phi\Big(\frac{y_k\,(w^\top m_k + b)}{\sqrt{w^\top\Gamma_k
+        w}}\Big).
 
     A component whose score has zero variance counts as correct iff
     :math:`y_k(w^\top m_k + b) > 0` (the sign of a zero score is no label).
@@ -143,7 +155,10 @@ def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float
     x_mixture = check_mixture(x_mixture, "x_mixture")
     y = as_float_array(labels, "labels").reshape(-1)
     if y.shape != (x_mixture.n_components,) or not np.all(np.abs(y) == 1.0):
-        raise ValueError(f"labels must hold {x_mixture.n_components} values in {{-1, 1}}, got {np.asarray(labels)!r}")
+        raise ValueError(
+            f"labels must hold {x_mixture.n_components} values in {{-1, 1}}, "
+            f"got {np.asarray(labels)!r}"
+        )
     w = as_float_array(w, "w", ndim=1)
     if w.shape != (x_mixture.dim,):
         raise ValueError(f"w must have shape ({x_mixture.dim},), got {w.shape}")
@@ -154,45 +169,11 @@ def sign_rule_accuracy(x_mixture: GaussianMixture, labels: Any, w: Any, b: float
     return float(x_mixture.weights @ p)
 
 
-def xor_posterior_mean(X: Any, offset: float = 2.0, gamma: float = 0.5**0.5) -> np.ndarray:
-    r"""The Bayes score of XOR, eq. (eq-07-xor-bayes) of Chapter 7: :math:`\mathbb E[Y\mid x] = \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
-
-    (The coordinates are independent given the component, and
-    :math:`P(m_{k,i} = \nu\mid x_i) = \sigma(2\nu x_i/\gamma^2)`, so
-    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu x_i/\gamma^2)`; Proposition prop-07-xor-bayes.)
-
-    Parameters
-    ----------
-    X : array_like, shape (n, 2)
-    offset, gamma : float
-        :math:`\nu` and :math:`\gamma` of :func:`gmmlib.selection.xor_task`.
-    """
-    check_positive(offset, "offset")
-    check_positive(gamma, "gamma")
-    X = as_float_array(X, "X", ndim=2)
-    if X.shape[1] != 2:
-        raise ValueError(f"X must have shape (n, 2), got {X.shape}")
-    c = float(offset) / float(gamma) ** 2
-    return np.tanh(c * X[:, 0]) * np.tanh(c * X[:, 1])
-
-
-def xor_bayes_accuracy(offset: float = 2.0, gamma: float = 0.5**0.5) -> float:
-    r"""The Bayes accuracy of XOR, eq. (eq-07-xor-bayes): :math:`\Phi(\nu/\gamma)^2 + \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
-
-    The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates
-    fall on the side of their component's mean, or both on the wrong side (Proposition
-    prop-07-xor-bayes, Chapter 7).
-    """
-    check_positive(offset, "offset")
-    check_positive(gamma, "gamma")
-    t = float(offset) / float(gamma)
-    return float(norm.cdf(t) ** 2 + norm.cdf(-t) ** 2)
-
-
-# --------------------------------------------------------------------------- intercept-free rules in the plane
+# --------------------------------------------------------------------------- intercept-free rules
+# in the plane
 def _angle_density(theta: np.ndarray, m: np.ndarray) -> np.ndarray:
-    r"""Density of the polar angle of :math:`\mathcal N(m, I_2)`:
-    :math:`e^{-\|m\|^2/2}/(2\pi) + s\,\Phi(s)\,\varphi(t)`, :math:`s = m^\top u_\theta`, :math:`t = m^\top u_\theta^\perp`."""
+    r"""Density of the polar angle of :math:`\mathcal N(m, I_2)`: :math:`e^{-\|m\|^2/2}/(2\pi) +
+    s\,\Phi(s)\,\varphi(t)`, :math:`s = m^\top u_\theta`, :math:`t = m^\top u_\theta^\perp`."""
     c, s_ = np.cos(theta), np.sin(theta)
     s = c * m[0] + s_ * m[1]
     t = -s_ * m[0] + c * m[1]
@@ -207,7 +188,7 @@ def _whiten(mean: Any, cov: Any) -> tuple[np.ndarray, np.ndarray]:
     G = check_covariances(cov, "cov", definite=True)
     if m.shape != (2,) or G.shape != (2, 2):
         raise ValueError(f"mean must have shape (2,) and cov (2, 2), got {m.shape} and {G.shape}")
-    R = np.linalg.cholesky(G)             # x = m + R xi; angles are mapped through R^{-1}
+    R = np.linalg.cholesky(G)  # x = m + R xi; angles are mapped through R^{-1}
     Rinv = np.linalg.inv(R)
     return Rinv @ m, Rinv
 
@@ -218,12 +199,13 @@ def _whitened_angle(Rinv: np.ndarray, theta: float) -> float:
 
 
 def sector_probability(mean: Any, cov: Any, start: float, stop: float) -> float:
-    r"""Probability that :math:`X\sim\mathcal N(m,\Gamma)` in the plane lies in the sector of polar angles :math:`(\text{start}, \text{stop})`.
+    r"""Probability that :math:`X\sim\mathcal N(m,\Gamma)` in the plane lies in the sector of polar
+    angles :math:`(\text{start}, \text{stop})`.
 
-    Chapter 7, Proposition prop-07-linear-ceiling. With :math:`\Gamma = RR^\top` (Cholesky),
-    :math:`X = R\,Y` with :math:`Y\sim\mathcal N(R^{-1}m, I)`, and a sector through the origin
-    maps to a sector (:math:`\det R > 0` keeps the orientation). The polar angle of
-    :math:`Y\sim\mathcal N(\tilde m, I)` has the density
+    Chapter 7, :prf:ref:`prop-07-linear-ceiling`. With :math:`\Gamma = RR^\top` (Cholesky), :math:`X
+    = R\,Y` with :math:`Y\sim\mathcal N(R^{-1}m, I)`, and a sector through the origin maps to a
+    sector (:math:`\det R > 0` keeps the orientation). The polar angle of :math:`Y\sim\mathcal
+    N(\tilde m, I)` has the density
 
     .. math::
 
@@ -248,14 +230,14 @@ def sector_probability(mean: Any, cov: Any, start: float, stop: float) -> float:
     a = _whitened_angle(Rinv, start)
     b = _whitened_angle(Rinv, stop)
     b = a + np.mod(b - a, 2 * np.pi)
-    if arc > np.pi and b - a < np.pi:   # orientation kept: a long arc stays long
+    if arc > np.pi and b - a < np.pi:  # orientation kept: a long arc stays long
         b += 2 * np.pi
     val, _ = integrate.quad(_angle_density, a, b, args=(mt,), epsabs=1e-15, epsrel=1e-13, limit=200)
     return float(min(max(val, 0.0), 1.0))
 
 
 class ConeRule(NamedTuple):
-    r"""The best partition of the plane into sectors (Proposition prop-07-linear-ceiling).
+    r"""The best partition of the plane into sectors (:prf:ref:`prop-07-linear-ceiling`).
 
     Attributes
     ----------
@@ -286,16 +268,17 @@ class ConeRule(NamedTuple):
 
 
 def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule:
-    r"""The supremum of the accuracy of intercept-free argmax rules :math:`\arg\max_k w_k^\top x` on three classes in the plane.
+    r"""The supremum of the accuracy of intercept-free argmax rules :math:`\arg\max_k w_k^\top x` on
+    three classes in the plane.
 
-    Proposition prop-07-linear-ceiling (Chapter 7): the decision regions of such a rule are
-    disjoint convex cones, sectors of arc at most :math:`\pi`, and every partition of the
-    circle into three consecutive sectors of arcs in :math:`[0, \pi]` is a rule or a limit of
-    rules, so
+    :prf:ref:`prop-07-linear-ceiling` (Chapter 7): the decision regions of such a rule are disjoint
+    convex cones, sectors of arc at most :math:`\pi`, and every partition of the circle into three
+    consecutive sectors of arcs in :math:`[0, \pi]` is a rule or a limit of rules, so
 
     .. math::
 
-        \sup_W \mathrm{acc}(W) = \max\Big\{\sum_k\pi_k P_k(S_k):\ S_k\text{ consecutive sectors, arcs}
+        \sup_W \mathrm{acc}(W) = \max\Big\{\sum_k\pi_k P_k(S_k):\ S_k\text{ consecutive sectors,
+        arcs}
         \in[0,\pi]\Big\}.
 
     The objective is separable in the three rays (a ray between classes :math:`i` and
@@ -309,9 +292,16 @@ def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule
 
     x_mixture = check_mixture(x_mixture, "x_mixture")
     if x_mixture.dim != 2 or x_mixture.n_components != 3:
-        raise ValueError("x_mixture must have 3 components in dimension 2, got "
-                         f"{x_mixture.n_components} in dimension {x_mixture.dim}")
-    if isinstance(n_grid, bool) or not isinstance(n_grid, (int, np.integer)) or n_grid < 12 or n_grid % 2:
+        raise ValueError(
+            "x_mixture must have 3 components in dimension 2, got "
+            f"{x_mixture.n_components} in dimension {x_mixture.dim}"
+        )
+    if (
+        isinstance(n_grid, bool)
+        or not isinstance(n_grid, (int, np.integer))
+        or n_grid < 12
+        or n_grid % 2
+    ):
         raise ValueError(f"n_grid must be an even integer >= 12, got {n_grid!r}")
     pi = x_mixture.weights
     white = [_whiten(m, G) for m, G in zip(x_mixture.means, x_mixture.covs)]
@@ -321,9 +311,9 @@ def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule
         mt, Rinv = white[k]
         theta = np.atleast_1d(np.asarray(theta, dtype=float))
         u = np.stack([np.cos(theta), np.sin(theta)])
-        v = Rinv @ u                                   # whitened directions
+        v = Rinv @ u  # whitened directions
         phi = np.arctan2(v[1], v[0])
-        jac = np.abs(np.linalg.det(Rinv)) / np.sum(v**2, axis=0)   # d(phi)/d(theta)
+        jac = np.abs(np.linalg.det(Rinv)) / np.sum(v**2, axis=0)  # d(phi)/d(theta)
         return _angle_density(phi, mt) * jac
 
     N = int(n_grid)
@@ -341,37 +331,62 @@ def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule
 
     H = N // 2
     d0, d1 = np.arange(H + 1)[:, None], np.arange(H + 1)[None, :]
-    feasible = d0 + d1 >= H                     # the third arc N - d0 - d1 <= H
+    feasible = d0 + d1 >= H  # the third arc N - d0 - d1 <= H
     best = (-np.inf, None, None)
     for order in ((0, 1, 2), (0, 2, 1)):
         o0, o1, o2 = order
         for ia in range(N):
             ib, ic = ia + d0, ia + d0 + d1
-            acc = (pi[o0] * (Fw(o0, ib) - Fw(o0, np.array(ia))) + pi[o1] * (Fw(o1, ic) - Fw(o1, ib))
-                   + pi[o2] * (Fw(o2, np.array(ia + N)) - Fw(o2, ic)))
+            acc = (
+                pi[o0] * (Fw(o0, ib) - Fw(o0, np.array(ia)))
+                + pi[o1] * (Fw(o1, ic) - Fw(o1, ib))
+                + pi[o2] * (Fw(o2, np.array(ia + N)) - Fw(o2, ic))
+            )
             acc = np.where(feasible, acc, -np.inf)
             j = np.unravel_index(int(np.argmax(acc)), acc.shape)
             if acc[j] > best[0]:
-                best = (float(acc[j]), order, np.array([ia, ia + j[0], ia + j[0] + j[1]]) * (2 * np.pi / N))
+                best = (
+                    float(acc[j]),
+                    order,
+                    np.array([ia, ia + j[0], ia + j[0] + j[1]]) * (2 * np.pi / N),
+                )
 
     _, order, rays0 = best
 
     def accuracy(r: np.ndarray) -> float:
         ends = np.append(r[1:], r[0] + 2 * np.pi)
-        return float(sum(pi[k] * sector_probability(x_mixture.means[k], x_mixture.covs[k], a, b)
-                         for k, a, b in zip(order, r, ends) if b > a))
+        return float(
+            sum(
+                pi[k] * sector_probability(x_mixture.means[k], x_mixture.covs[k], a, b)
+                for k, a, b in zip(order, r, ends)
+                if b > a
+            )
+        )
 
     def gradient(r: np.ndarray) -> np.ndarray:
-        prev = (order[2], order[0], order[1])            # the class ending at each ray
-        return np.array([pi[p] * density(p, r[i])[0] - pi[c] * density(c, r[i])[0]
-                         for i, (p, c) in enumerate(zip(prev, order))])
+        prev = (order[2], order[0], order[1])  # the class ending at each ray
+        return np.array(
+            [
+                pi[p] * density(p, r[i])[0] - pi[c] * density(c, r[i])[0]
+                for i, (p, c) in enumerate(zip(prev, order))
+            ]
+        )
 
-    A = np.array([[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0], [1.0, 0.0, -1.0]])   # arcs (minus 2π on the last)
+    # arcs (minus 2π on the last)
+    A = np.array([[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0], [1.0, 0.0, -1.0]])
     shift = np.array([0.0, 0.0, 2 * np.pi])
-    cons = [{"type": "ineq", "fun": lambda r: A @ r + shift, "jac": lambda r: A},
-            {"type": "ineq", "fun": lambda r: np.pi - (A @ r + shift), "jac": lambda r: -A}]
-    res = minimize(lambda r: -accuracy(r), rays0, jac=lambda r: -gradient(r), method="SLSQP",
-                   constraints=cons, options={"ftol": 1e-15, "maxiter": 200})
+    cons = [
+        {"type": "ineq", "fun": lambda r: A @ r + shift, "jac": lambda r: A},
+        {"type": "ineq", "fun": lambda r: np.pi - (A @ r + shift), "jac": lambda r: -A},
+    ]
+    res = minimize(
+        lambda r: -accuracy(r),
+        rays0,
+        jac=lambda r: -gradient(r),
+        method="SLSQP",
+        constraints=cons,
+        options={"ftol": 1e-15, "maxiter": 200},
+    )
     rays = res.x if -res.fun >= best[0] else rays0
     arcs = np.clip(A @ rays + shift, 0.0, np.pi)
     acc = accuracy(rays)
@@ -382,4 +397,6 @@ def best_cone_rule(x_mixture: GaussianMixture, *, n_grid: int = 360) -> ConeRule
     g = gradient(rays)
     # opening sector i moves its start ray back (−g[i]) and its end ray forward (+g[i+1])
     slack = np.where(full, -g + np.roll(g, -1), 0.0)
-    return ConeRule(acc, tuple(int(k) for k in order), np.mod(rays, 2 * np.pi), arcs, attained, slack)
+    return ConeRule(
+        acc, tuple(int(k) for k in order), np.mod(rays, 2 * np.pi), arcs, attained, slack
+    )

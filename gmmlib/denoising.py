@@ -7,7 +7,8 @@ observation is the mixture :math:`Z\sim\sum_k\pi_k\mathcal N(m_k, S_k)` and
 .. math::
 
     \mathbb E[X\mid Z=z] = \sum_k \beta_k(z)\,\big(m_k + \Gamma_k S_k^{-1}(z - m_k)\big),
-    \qquad \beta_k(z) = p(k\mid z) = \frac{\pi_k\mathcal N(z; m_k, S_k)}{\sum_j\pi_j\mathcal N(z; m_j, S_j)}.
+    \qquad \beta_k(z) = p(k\mid z) = \frac{\pi_k\mathcal N(z; m_k, S_k)}{\sum_j\pi_j\mathcal N(z;
+    m_j, S_j)}.
 
 This module holds the denoiser itself (Chapters 8 and 9): the law of :math:`Z`, the posterior
 mean, the Bayes risk and the excess risk of any predictor, the best linear and affine
@@ -40,7 +41,8 @@ __all__ = [
 
 
 def noisy_mixture(mixture: GaussianMixture, noise_std: float) -> GaussianMixture:
-    r"""The law of :math:`Z = X + \xi\varepsilon`: components :math:`\mathcal N(m_k, \Gamma_k + \xi^2 I)`."""
+    r"""The law of :math:`Z = X + \xi\varepsilon`: components :math:`\mathcal N(m_k, \Gamma_k +
+    \xi^2 I)`."""
     if not isinstance(mixture, GaussianMixture):
         raise TypeError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
     check_positive(noise_std, "noise_std")
@@ -85,7 +87,9 @@ def _denoiser_law(mixture: GaussianMixture, noise_std: float) -> tuple[GaussianM
     return noisy, np.linalg.solve(noisy.covs, mixture.covs)  # its transpose is Γ_k S_k^{-1}
 
 
-def _posterior_mean(mixture: GaussianMixture, law: tuple[GaussianMixture, np.ndarray], Z2: np.ndarray) -> np.ndarray:
+def _posterior_mean(
+    mixture: GaussianMixture, law: tuple[GaussianMixture, np.ndarray], Z2: np.ndarray
+) -> np.ndarray:
     beta, experts = _posterior_experts(mixture, law, Z2)
     out = np.einsum("nk,nkd->nd", beta, experts)
     if not np.all(np.isfinite(out)):
@@ -93,14 +97,17 @@ def _posterior_mean(mixture: GaussianMixture, law: tuple[GaussianMixture, np.nda
     return out
 
 
-def _posterior_experts(mixture: GaussianMixture, law: tuple[GaussianMixture, np.ndarray],
-                       Z2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The posterior β_k(z) (in log space: it saturates, finite, however far out z is) and the experts."""
+def _posterior_experts(
+    mixture: GaussianMixture, law: tuple[GaussianMixture, np.ndarray], Z2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The posterior β_k(z) (in log space: it saturates, finite, however far out z is) and the
+    experts."""
     noisy, gain = law
     beta = noisy.posterior(Z2)  # (n, K)
     diff = Z2[:, None, :] - mixture.means[None]  # (n, K, d)
     with np.errstate(over="ignore", invalid="ignore"):
-        experts = mixture.means[None] + np.einsum("kji,nkj->nki", gain, diff)  # m_k + Γ_k S_k^{-1}(z - m_k)
+        # m_k + Γ_k S_k^{-1}(z - m_k)
+        experts = mixture.means[None] + np.einsum("kji,nkj->nki", gain, diff)
     return beta, experts
 
 
@@ -110,7 +117,8 @@ def bayes_mse(mixture: GaussianMixture, noise_std: float, n_points: int = 40) ->
 
     .. math::
 
-        \mathbb E\|X - \mathbb E[X\mid Z]\|^2 = \mathbb E_Z\operatorname{tr}\operatorname{Cov}(X\mid Z)
+        \mathbb E\|X - \mathbb E[X\mid Z]\|^2 = \mathbb E_Z\operatorname{tr}\operatorname{Cov}(X\mid
+        Z)
         = \mathbb E_Z\sum_k\beta_k(Z)\big(\xi^2\operatorname{tr}(\Gamma_kS_k^{-1})
           + \|e_k(Z) - \mathbb E[X\mid Z]\|^2\big),
 
@@ -125,7 +133,8 @@ def bayes_mse(mixture: GaussianMixture, noise_std: float, n_points: int = 40) ->
     law = _denoiser_law(mixture, noise_std)
     noisy = law[0]
     xi2 = float(noise_std) ** 2
-    within = xi2 * np.einsum("kij,kji->k", mixture.covs, np.linalg.inv(noisy.covs))  # ξ² tr(Γ_k S_k⁻¹)
+    # ξ² tr(Γ_k S_k⁻¹)
+    within = xi2 * np.einsum("kij,kji->k", mixture.covs, np.linalg.inv(noisy.covs))
 
     def conditional_variance(Z: np.ndarray) -> np.ndarray:
         beta, experts = _posterior_experts(mixture, law, Z)
@@ -144,7 +153,8 @@ def excess_risk(
     *,
     per_component: bool = False,
 ) -> float | np.ndarray:
-    r"""The excess risk :math:`\mathbb E\|X - g(Z)\|^2 - \mathbb E\|X - \mathbb E[X\mid Z]\|^2 = \mathbb E_Z\|g(Z) - \mathbb E[X\mid Z]\|^2`.
+    r"""The excess risk :math:`\mathbb E\|X - g(Z)\|^2 - \mathbb E\|X - \mathbb E[X\mid Z]\|^2 =
+    \mathbb E_Z\|g(Z) - \mathbb E[X\mid Z]\|^2`.
 
     The identity holds because :math:`X - \mathbb E[X\mid Z]` is orthogonal to every
     function of :math:`Z`. The right-hand side is integrated by Gauss–Hermite quadrature over
@@ -161,8 +171,8 @@ def excess_risk(
     n_points : int
         Gauss–Hermite nodes per direction.
     per_component : bool
-        Return the K contributions :math:`\pi_k\,\mathbb E_{Z\sim\mathcal N(m_k,S_k)}\|g(Z) - \mathbb E[X\mid Z]\|^2`
-        (they sum to the excess risk) instead of their sum.
+        Return the K contributions :math:`\pi_k\,\mathbb E_{Z\sim\mathcal N(m_k,S_k)}\|g(Z) -
+        \mathbb E[X\mid Z]\|^2` (they sum to the excess risk) instead of their sum.
     """
     mixture = check_mixture(mixture)
     if not callable(predict):
@@ -187,7 +197,8 @@ def best_linear_denoiser(mixture: GaussianMixture, noise_std: float) -> tuple[np
     .. math::
 
         A^\star = M(M + \xi^2 I)^{-1},\qquad
-        R_{\mathrm{lin}} = \min_A\mathbb E\|X - AZ\|^2 = \xi^2\operatorname{tr}\big(M(M + \xi^2 I)^{-1}\big).
+        R_{\mathrm{lin}} = \min_A\mathbb E\|X - AZ\|^2 = \xi^2\operatorname{tr}\big(M(M + \xi^2
+        I)^{-1}\big).
 
     Returns
     -------
@@ -202,7 +213,9 @@ def best_linear_denoiser(mixture: GaussianMixture, noise_std: float) -> tuple[np
     return A, float(noise_std**2 * np.trace(A))
 
 
-def best_affine_denoiser(mixture: GaussianMixture, noise_std: float) -> tuple[np.ndarray, np.ndarray, float]:
+def best_affine_denoiser(
+    mixture: GaussianMixture, noise_std: float
+) -> tuple[np.ndarray, np.ndarray, float]:
     r"""The best affine map :math:`z\mapsto Az + b` and its risk, in closed form.
 
     With :math:`C = \operatorname{Cov}X` and :math:`\bar m = \mathbb E X`:
@@ -227,11 +240,13 @@ def best_affine_denoiser(mixture: GaussianMixture, noise_std: float) -> tuple[np
 
 
 # ---------------------------------------------------------------------------- iterated denoiser
-def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_steps: int) -> np.ndarray:
+def iterate_denoiser(
+    mixture: GaussianMixture, noise_std: float, Z0: Any, n_steps: int
+) -> np.ndarray:
     r"""Iterate the Bayes denoiser: :math:`z_{t+1} = f^\star(z_t) = \mathbb E[X\mid Z = z_t]`.
 
-    The dynamics of Chapter 9 (Proposition prop-09-reduction, Theorem thm-09-transition and
-    Proposition prop-09-modes; the paper's Proposition 4.3). By Tweedie's formula each step is
+    The dynamics of Chapter 9 (:prf:ref:`prop-09-reduction`, :prf:ref:`thm-09-transition` and
+    :prf:ref:`prop-09-modes`; the paper's Proposition 4.3). By Tweedie's formula each step is
     :math:`z_{t+1} = z_t + \xi^2\nabla\log p_Z(z_t)`.
 
     Returns
@@ -250,7 +265,8 @@ def iterate_denoiser(mixture: GaussianMixture, noise_std: float, Z0: Any, n_step
 
 
 def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
-    r"""The separation of two balanced components in noise units (Chapter 9, eq. (eq-09-lambda)).
+    r"""The separation of two balanced components in noise units (Chapter 9, eq.
+    :eq:`eq-09-lambda`).
 
     .. math::
 
@@ -258,7 +274,7 @@ def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
 
     which is :math:`\|m_1 - m_2\|/(2\xi)` for point masses (:math:`\gamma = 0`, the paper's
     :math:`\lambda`); iterating the denoiser collapses to the midpoint iff :math:`\lambda\le 1`
-    (Theorem thm-09-transition and Proposition prop-09-modes).
+    (:prf:ref:`thm-09-transition` and :prf:ref:`prop-09-modes`).
     """
     m = as_float_array(means, "means", ndim=2)
     if m.shape[0] != 2:
@@ -271,9 +287,9 @@ def separation(means: Any, noise_std: float, gamma: float = 0.0) -> float:
 def tanh_fixed_point(lam: float) -> float:
     r"""The largest solution :math:`u^\star\ge 0` of :math:`u = \tanh(\lambda^2 u)`.
 
-    The attractor of Theorem thm-09-transition (Chapter 9): it is 0 for :math:`\lambda\le 1`;
-    for :math:`\lambda > 1` it is found by bisection on :math:`(0, 1]`, where
-    :math:`u - \tanh(\lambda^2u)` changes sign once (to within one ulp of the root).
+    The attractor of :prf:ref:`thm-09-transition` (Chapter 9): it is 0 for :math:`\lambda\le 1`; for
+    :math:`\lambda > 1` it is found by bisection on :math:`(0, 1]`, where :math:`u -
+    \tanh(\lambda^2u)` changes sign once (to within one ulp of the root).
     """
     check_positive(lam, "lam", allow_zero=True)
     a = float(lam) ** 2

@@ -1,8 +1,8 @@
 r"""Fitting a sum of softmax heads to a target on the infinite prompt, with numpy gradients.
 
-Chapter 8 (Fig. fig-08-learning; Fig. 2 of Gabet et al., 2026). The model is
-eq. (eq-08-noisy-head) summed over heads, on a prompt law
-:math:`\sum_k\pi_k\mathcal N(m_k, S)` with one shared covariance :math:`S`:
+Chapter 8 (:numref:`fig-08-learning`; Fig. 2 of Gabet et al., 2026). The model is eq.
+:eq:`eq-08-noisy-head` summed over heads, on a prompt law :math:`\sum_k\pi_k\mathcal N(m_k, S)` with
+one shared covariance :math:`S`:
 
 .. math::
 
@@ -26,7 +26,7 @@ import numpy as np
 from ._validation import as_float_array, check_matrix, check_points, check_positive, check_rng
 from .attention import Head
 from .mixtures import GaussianMixture, check_mixture
-from ._types import History
+from .records import History
 
 __all__ = [
     "random_heads",
@@ -53,47 +53,64 @@ def _shared_covariance(prompt_law: GaussianMixture) -> np.ndarray:
     return prompt_law.shared_covariance("prompt_law", "eq. eq-08-noisy-head")
 
 
-def random_heads(n_heads: int, dim: int, rng: Any, scale: float = 0.1) -> tuple[Head, ...]:
-    r"""``n_heads`` heads with i.i.d. :math:`\mathcal N(0, \text{scale}^2)` entries in :math:`U` and :math:`V` (d × d).
+def random_heads(n_heads: int, dim: int, rng: Any, *, scale: float = 0.1) -> tuple[Head, ...]:
+    r"""``n_heads`` heads with i.i.d. :math:`\mathcal N(0, \text{scale}^2)` entries in :math:`U` and
+    :math:`V` (d × d).
 
-    The initialisation of the training runs of Chapter 8 (Fig. fig-08-learning).
+    The initialisation of the training runs of Chapter 8 (:numref:`fig-08-learning`).
     """
     check_positive(n_heads, "n_heads", integer=True)
     check_positive(dim, "dim", integer=True)
     check_positive(scale, "scale", allow_zero=True)
     rng = check_rng(rng)
-    return tuple(Head(scale * rng.standard_normal((dim, dim)), scale * rng.standard_normal((dim, dim)))
-                 for _ in range(int(n_heads)))
+    return tuple(
+        Head(scale * rng.standard_normal((dim, dim)), scale * rng.standard_normal((dim, dim)))
+        for _ in range(int(n_heads))
+    )
 
 
-def _loss_grad(U: np.ndarray, V: np.ndarray, log_w: np.ndarray, M: np.ndarray, S: np.ndarray,
-               Z: np.ndarray, Y: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    A = U @ Z.T                                      # (H, d, n): a = U_h z
-    logits = log_w[None, :, None] + M @ A            # (H, K, n)
+def _loss_grad(
+    U: np.ndarray,
+    V: np.ndarray,
+    log_w: np.ndarray,
+    M: np.ndarray,
+    S: np.ndarray,
+    Z: np.ndarray,
+    Y: np.ndarray,
+    w: np.ndarray,
+) -> tuple[float, np.ndarray, np.ndarray]:
+    A = U @ Z.T  # (H, d, n): a = U_h z
+    logits = log_w[None, :, None] + M @ A  # (H, K, n)
     logits = logits - logits.max(axis=1, keepdims=True)
     gates = np.exp(logits)
     gates /= gates.sum(axis=1, keepdims=True)
-    B = S @ A + M.T @ gates                          # (H, d, n): S a + Σ_k α_k m_k
-    R = (V @ B).sum(axis=0) - Y.T                    # (p, n): residuals
+    B = S @ A + M.T @ gates  # (H, d, n): S a + Σ_k α_k m_k
+    R = (V @ B).sum(axis=0) - Y.T  # (p, n): residuals
     loss = float(np.sum(w * np.sum(R * R, axis=0)))
-    G = 2.0 * np.swapaxes(V, 1, 2) @ (R * w)         # (H, d, n): ∂loss/∂B
-    grad_V = 2.0 * (R * w) @ np.swapaxes(B, 1, 2)    # (H, p, d)
-    MG = M @ G                                       # (H, K, n)
-    d_logits = gates * (MG - np.sum(gates * MG, axis=1, keepdims=True))   # softmax Jacobian
-    grad_U = (S @ G + M.T @ d_logits) @ Z            # (H, d, d)
+    G = 2.0 * np.swapaxes(V, 1, 2) @ (R * w)  # (H, d, n): ∂loss/∂B
+    grad_V = 2.0 * (R * w) @ np.swapaxes(B, 1, 2)  # (H, p, d)
+    MG = M @ G  # (H, K, n)
+    d_logits = gates * (MG - np.sum(gates * MG, axis=1, keepdims=True))  # softmax Jacobian
+    grad_U = (S @ G + M.T @ d_logits) @ Z  # (H, d, d)
     return loss, grad_U, grad_V
 
 
-def _squared_error_problem(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target: Any,
-                           weights: Any) -> tuple[np.ndarray, ...]:
-    """Validated ``(U, V, log π, means, S, Z, target, weights)``: the arguments of :func:`_loss_grad`."""
+def _squared_error_problem(
+    prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target: Any, weights: Any
+) -> tuple[np.ndarray, ...]:
+    """Validated ``(U, V, log π, means, S, Z, target, weights)``: the arguments of
+    :func:`_loss_grad`."""
     prompt_law = check_mixture(prompt_law, "prompt_law")
     S = _shared_covariance(prompt_law)
     d = prompt_law.dim
     U, V = _stack_heads(heads, d)
     Zarr = check_points(Z, d, "Z")
     Y = check_matrix(target, "target", (Zarr.shape[0], V.shape[1]))
-    w = np.full(Zarr.shape[0], 1.0 / Zarr.shape[0]) if weights is None else as_float_array(weights, "weights", 1)
+    w = (
+        np.full(Zarr.shape[0], 1.0 / Zarr.shape[0])
+        if weights is None
+        else as_float_array(weights, "weights", 1)
+    )
     if w.shape != (Zarr.shape[0],):
         raise ValueError(f"weights must have shape ({Zarr.shape[0]},), got {w.shape}")
     with np.errstate(divide="ignore"):
@@ -101,11 +118,13 @@ def _squared_error_problem(prompt_law: GaussianMixture, heads: Sequence[Any], Z:
     return U, V, log_w, prompt_law.means, S, Zarr, Y, w
 
 
-def heads_squared_error(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target: Any,
-                        weights: Any = None) -> tuple[float, np.ndarray, np.ndarray]:
-    r"""Weighted squared error of a sum of heads on a shared-covariance mixture prompt, and its gradient.
+def heads_squared_error(
+    prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target: Any, weights: Any = None
+) -> tuple[float, np.ndarray, np.ndarray]:
+    r"""Weighted squared error of a sum of heads on a shared-covariance mixture prompt, and its
+    gradient.
 
-    Implements eq. (eq-08-noisy-head) of Chapter 8 summed over heads: with the prompt law
+    Implements eq. :eq:`eq-08-noisy-head` of Chapter 8 summed over heads: with the prompt law
     :math:`\sum_k\pi_k\mathcal N(m_k, S)`,
 
     .. math::
@@ -138,25 +157,26 @@ def online_sgd_heads(
     steps: int,
     lr: float,
     batch_size: int,
-    seed: int,
+    rng: Any,
     clip_norm: float | None = None,
     log_every: int = 100,
     eval_fn: Callable[[tuple[Head, ...]], dict[str, float]] | None = None,
     chunk_steps: int = 500,
 ) -> tuple[tuple[Head, ...], History]:
-    r"""Online SGD on a sum of heads in the infinite-prompt limit, with closed-form numpy gradients (no autograd).
+    r"""Online SGD on a sum of heads in the infinite-prompt limit, with closed-form numpy gradients
+    (no autograd).
 
-    Why not :func:`gmmlib.training.train`: the model here is not a torch module but the
-    closed form of eq. (eq-08-noisy-head), whose gradient :func:`heads_squared_error` writes
-    out in numpy, about 40 times faster than autograd for these small models. The steps are
-    those of :func:`gmmlib.training.train` with ``optimizer="sgd"`` (the tests check it
-    against ``train`` on the same gradients, to round-off).
+    Why not :func:`gmmlib.training.train`: the model here is not a torch module but the closed form
+    of eq. :eq:`eq-08-noisy-head`, whose gradient :func:`heads_squared_error` writes out in numpy,
+    about 40 times faster than autograd for these small models. The steps are those of
+    :func:`gmmlib.training.train` with ``optimizer="sgd"`` (the tests check it against ``train`` on
+    the same gradients, to round-off).
 
-    The protocol of Fig. fig-08-learning (Chapter 8; Fig. 2 of Gabet et al., 2026): at every
+    The protocol of :numref:`fig-08-learning` (Chapter 8; Fig. 2 of Gabet et al., 2026): at every
     step a fresh batch :math:`(z_n, y_n)_{n\le b}` is drawn, the gradient :math:`g` of
     :math:`\frac1b\sum_n\|f(z_n) - y_n\|^2` is clipped to global norm ``clip_norm`` over all
-    parameters (as ``torch.nn.utils.clip_grad_norm_``) and
-    :math:`\theta \leftarrow \theta - \mathrm{lr}\cdot g`.
+    parameters (as ``torch.nn.utils.clip_grad_norm_``) and :math:`\theta \leftarrow \theta -
+    \mathrm{lr}\cdot g`.
 
     Parameters
     ----------
@@ -165,13 +185,14 @@ def online_sgd_heads(
     heads : sequence of Head
         The initial heads (e.g. :func:`random_heads`).
     sample : callable
-        ``sample(n, rng) -> (Z, target)``: ``n`` query points and their targets, arrays of
-        shape (n, d) and (n, p), drawn from the numpy Generator ``rng`` (gmmlib's sampler
-        order: the count first, the generator second, as ``GaussianMixture.sample``). Batches
-        are drawn ``chunk_steps`` steps at a time (``chunk_steps * batch_size`` points, each
-        used once).
-    steps, lr, batch_size, seed : int, float, int, int
-        Number of steps, step size ``lr``, batch size :math:`b`, seed of the batch stream.
+        ``sample(n, rng) -> (Z, target)``: ``n`` query points and their targets, arrays of shape (n,
+        d) and (n, p), drawn from the numpy Generator ``rng`` (gmmlib's sampler order: the count
+        first, the generator last, as ``GaussianMixture.sample``). Batches are drawn ``chunk_steps``
+        steps at a time (``chunk_steps * batch_size`` points, each used once).
+    steps, lr, batch_size : int, float, int
+        Number of steps, step size ``lr``, batch size :math:`b`.
+    rng : numpy.random.Generator or int
+        The generator of the batch stream, or an int seed for one.
     clip_norm : float, optional
     log_every : int
         Record the batch loss (and ``eval_fn(heads)``) every this many steps and at the last.
@@ -189,13 +210,17 @@ def online_sgd_heads(
     S = _shared_covariance(prompt_law)
     d = prompt_law.dim
     U, V = _stack_heads(heads, d)
-    for value, name in ((steps, "steps"), (batch_size, "batch_size"), (log_every, "log_every"),
-                        (chunk_steps, "chunk_steps")):
+    for value, name in (
+        (steps, "steps"),
+        (batch_size, "batch_size"),
+        (log_every, "log_every"),
+        (chunk_steps, "chunk_steps"),
+    ):
         check_positive(value, name, integer=True)
     check_positive(lr, "lr")
     if clip_norm is not None:
         check_positive(clip_norm, "clip_norm")
-    rng = check_rng(seed, "seed")
+    rng = check_rng(rng)
     with np.errstate(divide="ignore"):
         log_w = np.log(prompt_law.weights)
     M = prompt_law.means
@@ -212,7 +237,9 @@ def online_sgd_heads(
         rows = slice(j * int(batch_size), (j + 1) * int(batch_size))
         loss, gU, gV = _loss_grad(U, V, log_w, M, S, Zc[rows], Yc[rows], w)
         if not np.isfinite(loss):
-            raise FloatingPointError(f"the loss became {loss} at step {step}; lower lr or clip gradients")
+            raise FloatingPointError(
+                f"the loss became {loss} at step {step}; lower lr or clip gradients"
+            )
         if clip_norm is not None:
             norm = float(np.sqrt(np.sum(gU * gU) + np.sum(gV * gV)))
             scale = min(1.0, float(clip_norm) / (norm + 1e-6))
@@ -228,15 +255,25 @@ def online_sgd_heads(
     return tuple(Head(u, v) for u, v in zip(U, V)), history
 
 
-def fit_heads(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target: Any, weights: Any = None, *,
-              max_iter: int = 5000, gtol: float = 1e-14, f_target: float = 0.0) -> tuple[tuple[Head, ...], Any]:
-    r"""Minimise :func:`heads_squared_error` over all :math:`(U_h, V_h)` by L-BFGS, starting from ``heads``.
+def fit_heads(
+    prompt_law: GaussianMixture,
+    heads: Sequence[Any],
+    Z: Any,
+    target: Any,
+    weights: Any = None,
+    *,
+    max_iter: int = 5000,
+    gtol: float = 1e-14,
+    f_target: float = 0.0,
+) -> tuple[tuple[Head, ...], Any]:
+    r"""Minimise :func:`heads_squared_error` over all :math:`(U_h, V_h)` by L-BFGS, starting from
+    ``heads``.
 
-    Used in Chapter 8 for the best single head (from several starts) and for the polish of
-    the two-head run (Fig. fig-08-learning): with quadrature nodes and weights of the noisy
-    law as ``(Z, weights)`` and :math:`y = \mathbb E[X\mid Z]` as ``target`` it minimises the
-    population excess risk on that rule. The run stops at ``max_iter`` iterations, when the
-    projected gradient falls below ``gtol``, or as soon as the loss is at most ``f_target``.
+    Used in Chapter 8 for the best single head (from several starts) and for the polish of the
+    two-head run (:numref:`fig-08-learning`): with quadrature nodes and weights of the noisy law as
+    ``(Z, weights)`` and :math:`y = \mathbb E[X\mid Z]` as ``target`` it minimises the population
+    excess risk on that rule. The run stops at ``max_iter`` iterations, when the projected gradient
+    falls below ``gtol``, or as soon as the loss is at most ``f_target``.
 
     Returns
     -------
@@ -262,9 +299,14 @@ def fit_heads(prompt_law: GaussianMixture, heads: Sequence[Any], Z: Any, target:
         if intermediate_result.fun <= f_target:
             raise StopIteration
 
-    result = minimize(objective, np.concatenate([U0.ravel(), V0.ravel()]), jac=True, method="L-BFGS-B",
-                      callback=callback,
-                      options={"maxiter": int(max_iter), "gtol": gtol, "ftol": 1e-300, "maxcor": 30})
+    result = minimize(
+        objective,
+        np.concatenate([U0.ravel(), V0.ravel()]),
+        jac=True,
+        method="L-BFGS-B",
+        callback=callback,
+        options={"maxiter": int(max_iter), "gtol": gtol, "ftol": 1e-300, "maxcor": 30},
+    )
     result.history = np.asarray(history)
     U, V = result.x[:split].reshape(U0.shape), result.x[split:].reshape(V0.shape)
     return tuple(Head(u, v) for u, v in zip(U, V)), result

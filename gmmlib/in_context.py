@@ -13,13 +13,14 @@ Writing :math:`1/B^2 = \int_0^\infty s\,e^{-sB}\,ds` and using the independence 
 
 .. math::
 
-    \mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2 = \int_0^\infty s\,\Big[L\,\mathcal B(s)\,\varphi(s)^{L-1}
+    \mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2 = \int_0^\infty s\,\Big[L\,\mathcal
+    B(s)\,\varphi(s)^{L-1}
     + L(L-1)\,\|\mathcal A(s)\|^2\,\varphi(s)^{L-2}\Big]\,ds,
 
 with :math:`\varphi(s) = \mathbb E e^{-sw}`, :math:`\mathcal A(s) = \mathbb E[wDe^{-sw}]` and
-:math:`\mathcal B(s) = \mathbb E[w^2\|D\|^2e^{-sw}]` (Chapter 10, Proposition
-prop-10-mean-error). For a Gaussian mixture these are one-dimensional integrals over the score
-:math:`x = a^\top Z`, because given its score a token's value is Gaussian.
+:math:`\mathcal B(s) = \mathbb E[w^2\|D\|^2e^{-sw}]` (Chapter 10, :prf:ref:`prop-10-mean-error`).
+For a Gaussian mixture these are one-dimensional integrals over the score :math:`x = a^\top Z`,
+because given its score a token's value is Gaussian.
 """
 
 from __future__ import annotations
@@ -43,60 +44,81 @@ QUERY_TILT = 5.0 ** -0.25
 
 
 def _kernels(v: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The s-kernels in log units v = log(s w̃): 1 − e^(−e^v), e^v(1 − e^(−e^v)), e^(v − e^v), e^(2v − e^v)."""
+    """The s-kernels in log units v = log(s w̃): 1 − e^(−e^v), e^v(1 − e^(−e^v)), e^(v − e^v), e^(2v
+    − e^v)."""
     ev = np.exp(np.minimum(v, 300.0))
     k0 = -np.expm1(-ev)
     return k0, ev * k0, np.exp(v - ev), np.exp(2.0 * v - ev)
 
 
-def _one_query(mixture: GaussianMixture, a: np.ndarray, V: np.ndarray, T: np.ndarray,
-               lengths: np.ndarray, step: float, max_length: float, cross: bool) -> np.ndarray:
-    """The exact mean square error at one tilt a ≠ 0, for every length (see the module docstring)."""
+def _one_query(
+    mixture: GaussianMixture,
+    a: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    lengths: np.ndarray,
+    step: float,
+    max_length: float,
+    cross: bool,
+) -> np.ndarray:
+    """The exact mean square error at one tilt a ≠ 0, for every length (see the module
+    docstring)."""
     pi, m, S = mixture.weights, mixture.means, mixture.covs
-    mu = m @ a                                       # score means a·m_k
-    Sa = S @ a                                       # (K, d): S_k a
-    kappa = Sa @ a                                   # score variances aᵀ S_k a
+    mu = m @ a  # score means a·m_k
+    Sa = S @ a  # (K, d): S_k a
+    kappa = Sa @ a  # score variances aᵀ S_k a
     sig = np.sqrt(kappa)
-    b = m @ V.T - T                                  # (K, p): V m_k − T
-    c = (Sa @ V.T) / kappa[:, None]                  # (K, p): V S_k a / κ_k
+    b = m @ V.T - T  # (K, p): V m_k − T
+    c = (Sa @ V.T) / kappa[:, None]  # (K, p): V S_k a / κ_k
     tau = np.einsum("pi,kij,pj->k", V, S, V) - np.sum((Sa @ V.T) ** 2, 1) / kappa
-    ell = float(logsumexp(np.log(pi) + mu + kappa / 2))      # Λ(a) = log E e^(aᵀZ)
+    ell = float(logsumexp(np.log(pi) + mu + kappa / 2))  # Λ(a) = log E e^(aᵀZ)
     top = np.sqrt(2.0 * np.log(max_length))
     lo = float(np.min(mu - 12.0 * sig))
     hi = float(np.max(mu + sig * (np.minimum(2.0 * sig, top) + 12.0)))
     h = min(step, 0.5 * float(sig.min()))
     x = lo + h * np.arange(int(np.ceil((hi - lo) / h)) + 1)
-    dx = x[None] - mu[:, None]                       # (K, n)
-    dens = pi[:, None] * np.exp(-dx**2 / (2 * kappa[:, None])) / np.sqrt(2 * np.pi * kappa[:, None])
+    dx = x[None] - mu[:, None]  # (K, n)
+    dens = (
+        pi[:, None] * np.exp(-(dx**2) / (2 * kappa[:, None])) / np.sqrt(2 * np.pi * kappa[:, None])
+    )
     f0 = dens.sum(0)
     f1 = np.einsum("kn,kp->np", dens, b) + np.einsum("kn,kp->np", dens * dx, c)
-    f2 = (dens * (np.sum(b**2, 1) + tau)[:, None] + 2 * dens * dx * np.sum(b * c, 1)[:, None]
-          + dens * dx**2 * np.sum(c**2, 1)[:, None]).sum(0)
+    f2 = (
+        dens * (np.sum(b**2, 1) + tau)[:, None]
+        + 2 * dens * dx * np.sum(b * c, 1)[:, None]
+        + dens * dx**2 * np.sum(c**2, 1)[:, None]
+    ).sum(0)
     # log s covers every token's scale and the typical normaliser s ≈ 1/L of the longest prompt
     u_lo, u_hi = lo - ell - 12.0, max(hi - ell, np.log(max_length)) + 28.0
-    if h == step:   # log s on the same step as x: every sum over tokens is one discrete correlation
+    if h == step:  # log s on the same step as x: every sum over tokens is one discrete correlation
         u = u_lo + h * np.arange(int(np.ceil((u_hi - u_lo) / h)) + 1)
-        v = (x[0] - ell - u[-1]) + h * np.arange(x.size + u.size - 1)      # x_i − ℓ − u_j, all offsets
+        # x_i − ℓ − u_j, all offsets
+        v = (x[0] - ell - u[-1]) + h * np.arange(x.size + u.size - 1)
         k0, k1, kd, k2 = _kernels(v)
 
         def over_tokens(kern: np.ndarray, f: np.ndarray) -> np.ndarray:
             # Σ_i f_i K(x_i − ℓ − u_j) h for every j (direct sums: full relative accuracy)
             return h * np.correlate(kern, f, "valid")[::-1]
-    else:           # narrow scores (small tilt): a finer x grid, u on the coarser step
+    else:  # narrow scores (small tilt): a finer x grid, u on the coarser step
         u = np.arange(u_lo, u_hi + step, step)
         k0, k1, kd, k2 = _kernels(x[None, :] - ell - u[:, None])
 
         def over_tokens(kern: np.ndarray, f: np.ndarray) -> np.ndarray:
             return h * (kern @ f)
 
-    q = np.clip(over_tokens(k0, f0), 0.0, 1.0)                          # 1 − φ(s)
+    q = np.clip(over_tokens(k0, f0), 0.0, 1.0)  # 1 − φ(s)
     # s𝒜(s) = E[s w̃ e^(−s w̃) D] = −E[s w̃ (1 − e^(−s w̃)) D] (as E[w̃ D] = 0): at each s the form
     # whose terms are smaller in size, so that the rounding of their sum is smallest
     size = np.abs(f1).sum(1)
     direct = over_tokens(kd, size) <= over_tokens(k1, size)
-    sA = np.stack([np.where(direct, over_tokens(kd, f1[:, p]), -over_tokens(k1, f1[:, p]))
-                   for p in range(f1.shape[1])], 1)
-    s2B = over_tokens(k2, f2)                                           # s² ℬ(s)
+    sA = np.stack(
+        [
+            np.where(direct, over_tokens(kd, f1[:, p]), -over_tokens(k1, f1[:, p]))
+            for p in range(f1.shape[1])
+        ],
+        1,
+    )
+    s2B = over_tokens(k2, f2)  # s² ℬ(s)
     with np.errstate(divide="ignore"):
         log_phi = np.log1p(-np.minimum(q, 1.0 - 1e-300))
     a2 = np.sum(sA**2, 1)
@@ -108,34 +130,41 @@ def _one_query(mixture: GaussianMixture, a: np.ndarray, V: np.ndarray, T: np.nda
     return out
 
 
-def in_context_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any, *, lengths: Any,
-                   step: float = 0.5, cross: bool = True) -> np.ndarray:
-    r"""The exact :math:`\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2` over prompts of :math:`L` i.i.d. tokens.
+def in_context_mse(
+    mixture: GaussianMixture,
+    queries: Any,
+    U: Any,
+    V: Any,
+    *,
+    lengths: Any,
+    step: float = 0.5,
+    cross: bool = True,
+) -> np.ndarray:
+    r"""The exact :math:`\mathbb E\|T[\hat\mu_L](z) - T[\mu](z)\|^2` over prompts of :math:`L`
+    i.i.d. tokens.
 
-    Implements Proposition prop-10-mean-error (Chapter 10). For a Gaussian mixture
-    :math:`\mu = \sum_k\pi_k\mathcal N(m_k, S_k)`, a query :math:`z` and :math:`a = Uz`, the score
-    of a token of component :math:`k` is :math:`x\sim\mathcal N(a^\top m_k, \kappa_k)`,
-    :math:`\kappa_k = a^\top S_ka`, and given :math:`x` its centred value :math:`D = VZ - T`
-    has mean :math:`b_k + c_k(x - a^\top m_k)` (:math:`b_k = Vm_k - T`,
-    :math:`c_k = VS_ka/\kappa_k`) and covariance trace
-    :math:`\tau_k = \operatorname{tr}VS_kV^\top - \|VS_ka\|^2/\kappa_k`. Then, with
-    :math:`\tilde w = e^{x - \Lambda(a)}` and :math:`s = e^{-u}`,
+    Implements :prf:ref:`prop-10-mean-error` (Chapter 10). For a Gaussian mixture :math:`\mu =
+    \sum_k\pi_k\mathcal N(m_k, S_k)`, a query :math:`z` and :math:`a = Uz`, the score of a token of
+    component :math:`k` is :math:`x\sim\mathcal N(a^\top m_k, \kappa_k)`, :math:`\kappa_k = a^\top
+    S_ka`, and given :math:`x` its centred value :math:`D = VZ - T` has mean :math:`b_k + c_k(x -
+    a^\top m_k)` (:math:`b_k = Vm_k - T`, :math:`c_k = VS_ka/\kappa_k`) and covariance trace
+    :math:`\tau_k = \operatorname{tr}VS_kV^\top - \|VS_ka\|^2/\kappa_k`. Then, with :math:`\tilde w
+    = e^{x - \Lambda(a)}` and :math:`s = e^{-u}`,
 
     .. math::
 
         \mathbb E\|T[\hat\mu_L] - T[\mu]\|^2 = \int_{\mathbb R}\Big[L\,s^2\mathcal B\,\varphi^{L-1}
         + L(L-1)\,\|s\mathcal A\|^2\,\varphi^{L-2}\Big]\,du,
 
-    :math:`1 - \varphi = \mathbb E[1 - e^{-s\tilde w}]`,
-    :math:`s\mathcal A = -\mathbb E[s\tilde w(1 - e^{-s\tilde w})D]` (as :math:`\mathbb E[\tilde wD] = 0`;
-    this form has no cancellation at small :math:`s`) and
-    :math:`s^2\mathcal B = \mathbb E[(s\tilde w)^2e^{-s\tilde w}\|D\|^2]`. Every integral is a
-    trapezoidal sum on one uniform grid of scores and of :math:`u` (step ``step``, at most half
-    the smallest score deviation), so each is a discrete correlation of positive kernels of
-    :math:`x - \Lambda(a) - u`: accurate to about 1e-6 relative at the default step and to round-off at half of it (the tests
-    compare two steps and Monte Carlo) for any length, however large. Scores are covered from
-    12 deviations below each component's mean to 12 beyond the tilt
-    :math:`\min(2\kappa_k, \sqrt{\kappa_k}\sqrt{2\log L_{\max}})`.
+    :math:`1 - \varphi = \mathbb E[1 - e^{-s\tilde w}]`, :math:`s\mathcal A = -\mathbb E[s\tilde w(1
+    - e^{-s\tilde w})D]` (as :math:`\mathbb E[\tilde wD] = 0`; this form has no cancellation at
+    small :math:`s`) and :math:`s^2\mathcal B = \mathbb E[(s\tilde w)^2e^{-s\tilde w}\|D\|^2]`.
+    Every integral is a trapezoidal sum on one uniform grid of scores and of :math:`u` (step
+    ``step``, at most half the smallest score deviation), so each is a discrete correlation of
+    positive kernels of :math:`x - \Lambda(a) - u`: accurate to about 1e-6 relative at the default
+    step and to round-off at half of it (the tests compare two steps and Monte Carlo) for any
+    length, however large. Scores are covered from 12 deviations below each component's mean to 12
+    beyond the tilt :math:`\min(2\kappa_k, \sqrt{\kappa_k}\sqrt{2\log L_{\max}})`.
 
     Parameters
     ----------
@@ -169,7 +198,8 @@ def in_context_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any, *, le
     out = np.empty((Q.shape[0], Ls.size))
     for i, (z, t) in enumerate(zip(Q, T)):
         a = U @ z
-        if float(np.max(a @ mixture.covs @ a)) <= 1e-24:     # equal weights: a plain mean of L values
+        # equal weights: a plain mean of L values
+        if float(np.max(a @ mixture.covs @ a)) <= 1e-24:
             spread = np.einsum("k,kp->", mixture.weights, (mixture.means @ V.T - t) ** 2)
             spread += np.einsum("k,pi,kij,pj->", mixture.weights, V, mixture.covs, V)
             out[i] = spread / Ls
@@ -180,13 +210,16 @@ def in_context_mse(mixture: GaussianMixture, queries: Any, U: Any, V: Any, *, le
     return out[0] if single else out
 
 
-def mean_in_context_mse(shift: float, lengths: Any, *, query_step: float = 0.3,
-                        step: float = 0.5) -> np.ndarray:
-    r"""The query-averaged exact mean error in noise units: tokens and query i.i.d. :math:`\mathcal N(c, 1)`.
+def mean_in_context_mse(
+    shift: float, lengths: Any, *, query_step: float = 0.3, step: float = 0.5
+) -> np.ndarray:
+    r"""The query-averaged exact mean error in noise units: tokens and query i.i.d. :math:`\mathcal
+    N(c, 1)`.
 
     .. math::
 
-        \bar E_L(c) = \mathbb E_{z\sim\mathcal N(c,1)}\;\mathbb E\Big|\frac{\sum_j e^{zY_j}Y_j}{\sum_j e^{zY_j}}
+        \bar E_L(c) = \mathbb E_{z\sim\mathcal N(c,1)}\;\mathbb E\Big|\frac{\sum_j
+        e^{zY_j}Y_j}{\sum_j e^{zY_j}}
         - (c + z)\Big|^2,\qquad Y_1,\dots,Y_L\sim\mathcal N(c, 1),
 
     the one-dimensional model of Chapter 10's heuristic heur-10-rate (the component's mean at
@@ -210,7 +243,7 @@ def mean_in_context_mse(shift: float, lengths: Any, *, query_step: float = 0.3,
     z = np.arange(c - reach, c + reach + query_step / 2, query_step)
     law = GaussianMixture.isotropic([1.0], [[c]], 1.0)
     mse = in_context_mse(law, z[:, None], np.eye(1), np.eye(1), lengths=Ls, step=step)
-    dens = np.exp(-(z - c) ** 2 / 2) / np.sqrt(2 * np.pi)
+    dens = np.exp(-((z - c) ** 2) / 2) / np.sqrt(2 * np.pi)
     return query_step * (dens @ mse)
 
 
@@ -219,5 +252,7 @@ def local_slopes(lengths: Any, values: Any) -> np.ndarray:
     Ls = as_float_array(lengths, "lengths", ndim=1)
     E = as_float_array(values, "values", ndim=1)
     if Ls.shape != E.shape or Ls.size < 2 or np.any(Ls <= 0) or np.any(E <= 0):
-        raise ValueError("lengths and values must be positive arrays of one shape, at least two entries")
+        raise ValueError(
+            "lengths and values must be positive arrays of one shape, at least two entries"
+        )
     return np.diff(np.log(E)) / np.diff(np.log(Ls))

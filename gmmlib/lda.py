@@ -1,7 +1,9 @@
-r"""Linear discriminant analysis with one softmax head: the task, the predictor, the risk (Chapters 4–6).
+r"""Linear discriminant analysis with one softmax head: the task, the predictor, the risk (Chapters
+4–6).
 
-The dynamics (gradient descent, the gradient flow, SGD and its noise floor, the valley floor)
-live in :mod:`gmmlib.lda_dynamics`.
+The dynamics (gradient descent, the gradient flow, SGD and its noise floor, the valley floor) live
+in :mod:`gmmlib.lda_dynamics`; the landscape's landmarks (the best linear rule, the minimiser
+families, a diverging minimising sequence) in :mod:`gmmlib.lda_landscape`.
 
 The data model
 --------------
@@ -17,11 +19,11 @@ with :math:`s_0 = \log(\pi_+/(1-\pi_+))`.
 
 One head on an infinitely long prompt
 -------------------------------------
-Tokens are :math:`z=(x,y)\in\mathbb R^{d+1}`, the query is :math:`(x,0)` and the prediction is
-the last output coordinate. The token law is the two-component mixture
-:math:`\pi_+\mathcal N((m_1,1),\Gamma\oplus0) + (1-\pi_+)\mathcal N((m_{-1},-1),\Gamma\oplus0)`.
-With the book's convention :math:`T[\mu](z) = \int e^{z'^\top Uz}Vz'\,d\mu(z')/\int e^{z'^\top Uz}d\mu(z')`
-and the blocks
+Tokens are :math:`z=(x,y)\in\mathbb R^{d+1}`, the query is :math:`(x,0)` and the prediction is the
+last output coordinate. The token law is the two-component mixture :math:`\pi_+\mathcal
+N((m_1,1),\Gamma\oplus0) + (1-\pi_+)\mathcal N((m_{-1},-1),\Gamma\oplus0)`. With the book's
+convention :math:`T[\mu](z) = \int e^{z'^\top Uz}Vz'\,d\mu(z')/\int e^{z'^\top Uz}d\mu(z')` and the
+blocks
 
 .. math::
 
@@ -38,21 +40,22 @@ of :math:`V` play no role), and the gated-experts identity gives the *effective 
     w = U_{11}^\top\Gamma v_{21},\quad b = v_{21}^\top m_{-1} - v_{22},\quad
     r = v_{21}^\top(m_1-m_{-1}) + 2v_{22},\quad s = U_{11}^\top(m_1 - m_{-1}) + 2u_{21}.
 
-This is eqs. (6)–(7) of Gabet, Boursier & Boyer (2026) (their Lemma B.1), whose eq. (12)
-partitions :math:`U^\top` where the book partitions :math:`U`: the paper's :math:`(U_{11}, u_{12})`
-are the book's :math:`(U_{11}^\top, u_{21})` (Chapter 4's dictionary box, box-04-dictionary).
+This is eqs. (6)–(7) of Gabet, Boursier & Boyer (2026) (their Lemma B.1), whose eq. (12) partitions
+:math:`U^\top` where the book partitions :math:`U`: the paper's :math:`(U_{11}, u_{12})` are the
+book's :math:`(U_{11}^\top, u_{21})` (Chapter 4's :ref:`dictionary box <box-04-dictionary>`).
 
 Population risks
 ----------------
 :math:`R = \mathbb E\,\ell(Yf(X))`, :math:`\ell(t) = \log(1+e^{-t})`. The integrand depends on
 :math:`x` only through :math:`(w^\top x, s^\top x)`, a bivariate Gaussian given the class, so a
 two-dimensional rule computes it in any dimension: Gauss–Hermite (fast; its error decays
-geometrically at a speed set by the widths :math:`\sqrt{w^\top\Gamma w}`, :math:`\sqrt{s^\top\Gamma s}`
-relative to the distance :math:`\pi` of the logistic's poles from the real axis, about 1e-12 with
-40 nodes per axis for widths up to about 1.5, and hopeless for sharp gates), or an adaptive rule of
-graded Gauss–Legendre panels along the gate direction (accurate at any width). Every evaluation
-compares its rule with a coarser one and raises ``ValueError`` when they disagree;
-gradients follow from Stein's identity :math:`\mathbb E[h(X)X] = m\,\mathbb Eh + \Gamma\,\mathbb E\nabla h`.
+geometrically at a speed set by the widths :math:`\sqrt{w^\top\Gamma w}`, :math:`\sqrt{s^\top\Gamma
+s}` relative to the distance :math:`\pi` of the logistic's poles from the real axis, about 1e-12
+with 40 nodes per axis for widths up to about 1.5, and hopeless for sharp gates), or an adaptive
+rule of graded Gauss–Legendre panels along the gate direction (accurate at any width). Every
+evaluation compares its rule with a coarser one and raises ``ValueError`` when they disagree;
+gradients follow from Stein's identity :math:`\mathbb E[h(X)X] = m\,\mathbb Eh + \Gamma\,\mathbb
+E\nabla h`.
 """
 
 from __future__ import annotations
@@ -61,13 +64,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from ._validation import as_float_array, check_covariances, check_positive
-from ._types import Head
+from ._validation import as_float_array, check_covariances, check_positive, check_type
+from .attention import Head
 from .mixtures import GaussianMixture
-from ._lda_rules import _check_converged, _class_nodes, _dot, _loss_terms, _risk, _sigmoid
+from ._lda_rules import adjoint_map, check_converged, effective_map, risk_and_grad, rule_risk
 
 __all__ = [
     "LDAModel",
@@ -82,22 +84,21 @@ __all__ = [
     "population_risk_grad",
     "attention_risk_grad",
     "attention_jacobian",
-    "best_linear_attention",
     "excess_risk_estimate",
-    "minimiser_distances",
-    "zeta_sequence",
 ]
 
 
 def logistic_loss(t: Any) -> np.ndarray:
-    r"""The logistic loss :math:`\ell(t) = \log(1 + e^{-t})`, computed stably as :math:`-\log\sigma(t)`."""
+    r"""The logistic loss :math:`\ell(t) = \log(1 + e^{-t})`, computed stably as
+    :math:`-\log\sigma(t)`."""
     return -log_expit(np.asarray(t, dtype=np.float64))
 
 
 # ---------------------------------------------------------------------- the data model
 @dataclass(frozen=True, eq=False)
 class LDAModel:
-    r"""Two Gaussian classes with a shared covariance: :math:`X\mid Y=c\sim\mathcal N(m_c,\Gamma)`, :math:`P(Y=1)=\pi_+`.
+    r"""Two Gaussian classes with a shared covariance: :math:`X\mid Y=c\sim\mathcal N(m_c,\Gamma)`,
+    :math:`P(Y=1)=\pi_+`.
 
     Parameters
     ----------
@@ -150,32 +151,38 @@ class LDAModel:
         return self.m_pos - self.m_neg
 
     def bayes_params(self) -> tuple[np.ndarray, float]:
-        r"""The Bayes score's :math:`(w^*, b^*)`: :math:`w^*=\Gamma^{-1}(m_1-m_{-1})`, :math:`b^* = -\frac12(m_1^\top\Gamma^{-1}m_1 - m_{-1}^\top\Gamma^{-1}m_{-1}) + s_0`."""
+        r"""The Bayes score's :math:`(w^*, b^*)`: :math:`w^*=\Gamma^{-1}(m_1-m_{-1})`, :math:`b^* =
+        -\frac12(m_1^\top\Gamma^{-1}m_1 - m_{-1}^\top\Gamma^{-1}m_{-1}) + s_0`."""
         Gi1 = np.linalg.solve(self.cov, self.m_pos)
         Gi0 = np.linalg.solve(self.cov, self.m_neg)
         return Gi1 - Gi0, float(-0.5 * (self.m_pos @ Gi1 - self.m_neg @ Gi0) + self.s0)
 
     def bayes_score(self, X: Any) -> np.ndarray:
-        r"""The Bayes log-odds :math:`f^*(x) = \log P(Y=1\mid x)/P(Y=-1\mid x) = w^{*\top}x + b^*`, shape (n,)."""
+        r"""The Bayes log-odds :math:`f^*(x) = \log P(Y=1\mid x)/P(Y=-1\mid x) = w^{*\top}x + b^*`,
+        shape (n,)."""
         X = self._points(X)
         w, b = self.bayes_params()
         return X @ w + b
 
     def bayes_risk(self, n_points: int = 40, *, rule: str = "gauss-hermite") -> float:
-        r"""The Bayes logistic risk :math:`R^* = \mathbb E\,\ell(Yf^*(X))` (the conditional entropy of :math:`Y` given :math:`X`, in nats).
+        r"""The Bayes logistic risk :math:`R^* = \mathbb E\,\ell(Yf^*(X))` (the conditional entropy
+        of :math:`Y` given :math:`X`, in nats).
 
         By :func:`population_risk` at :math:`(w^*, b^*, 0, 0)` with the given rule.
         """
         w, b = self.bayes_params()
-        return population_risk(self, EffectiveParams(w, b, 0.0, np.zeros(self.dim)), n_points, rule=rule)
+        bayes = EffectiveParams(w, b, 0.0, np.zeros(self.dim))
+        return population_risk(self, bayes, n_points, rule=rule)
 
     def class_mixture(self) -> GaussianMixture:
-        r"""The law of :math:`X`: :math:`\pi_+\mathcal N(m_1,\Gamma) + (1-\pi_+)\mathcal N(m_{-1},\Gamma)` (component 0 is class +1)."""
+        r"""The law of :math:`X`: :math:`\pi_+\mathcal N(m_1,\Gamma) + (1-\pi_+)\mathcal
+        N(m_{-1},\Gamma)` (component 0 is class +1)."""
         return GaussianMixture([self.pi_pos, 1 - self.pi_pos], np.stack([self.m_pos, self.m_neg]),
                                np.stack([self.cov, self.cov]))
 
     def token_mixture(self) -> GaussianMixture:
-        r"""The law of the token :math:`(X, Y)\in\mathbb R^{d+1}`: components :math:`\mathcal N((m_c, c), \Gamma\oplus 0)`, :math:`c = +1, -1`."""
+        r"""The law of the token :math:`(X, Y)\in\mathbb R^{d+1}`: components :math:`\mathcal
+        N((m_c, c), \Gamma\oplus 0)`, :math:`c = +1, -1`."""
         d = self.dim
         covs = np.zeros((2, d + 1, d + 1))
         covs[:, :d, :d] = self.cov
@@ -188,7 +195,8 @@ class LDAModel:
         return X, np.where(comp == 0, 1.0, -1.0)
 
     def sample_tokens(self, n_prompts: int, length: int, rng: Any) -> np.ndarray:
-        """Draw ``n_prompts`` prompts of ``length`` i.i.d. tokens :math:`(x, y)`, shape (n_prompts, length, d + 1).
+        """Draw ``n_prompts`` prompts of ``length`` i.i.d. tokens :math:`(x, y)`, shape (n_prompts,
+        length, d + 1).
 
         Tokens only (no query, no target), as :meth:`gmmlib.mixtures.GaussianMixture.sample_tokens`;
         the same draws as ``sample(n_prompts * length, rng)``, reshaped.
@@ -208,12 +216,13 @@ class LDAModel:
 
 # ---------------------------------------------------------------------- parameters
 class EffectiveParams(NamedTuple):
-    r"""Effective coordinates :math:`(w, b, r, s)` of :math:`f(x) = w^\top x + b + r\sigma(s_0 + s^\top x)`.
+    r"""Effective coordinates :math:`(w, b, r, s)` of :math:`f(x) = w^\top x + b + r\sigma(s_0 +
+    s^\top x)`.
 
     Not a head: a different parameterisation, of the predictor rather than of the attention
-    matrices. :func:`effective_params` maps an :class:`LDABlocks` to it (eq-04-map), and many
-    heads share one point. The coordinates of Theorem thm-04-effective-predictor (Chapter 4)
-    and of the effective landscape, Theorem thm-05-landscape (Chapter 5).
+    matrices. :func:`effective_params` maps an :class:`LDABlocks` to it :eq:`eq-04-map`, and many
+    heads share one point. The coordinates of :prf:ref:`thm-04-effective-predictor` (Chapter 4) and
+    of the effective landscape, :prf:ref:`thm-05-landscape` (Chapter 5).
     """
 
     w: np.ndarray
@@ -222,9 +231,10 @@ class EffectiveParams(NamedTuple):
     s: np.ndarray
 
     def vector(self) -> np.ndarray:
-        """The flat vector ``(w, b, r, s)`` of length 2d + 2 (the order of the rows of :func:`attention_jacobian`)."""
-        return np.concatenate([np.asarray(self.w, dtype=np.float64), [float(self.b), float(self.r)],
-                               np.asarray(self.s, dtype=np.float64)])
+        """The flat vector ``(w, b, r, s)`` of length 2d + 2 (the order of the rows of
+        :func:`attention_jacobian`)."""
+        w, s = np.asarray(self.w, dtype=np.float64), np.asarray(self.s, dtype=np.float64)
+        return np.concatenate([w, [float(self.b), float(self.r)], s])
 
     @classmethod
     def from_vector(cls, vec: Any, d: int) -> "EffectiveParams":
@@ -233,12 +243,26 @@ class EffectiveParams(NamedTuple):
         vec = as_float_array(vec, "vec", ndim=1)
         if vec.size != 2 * d + 2:
             raise ValueError(f"vec must have length 2d + 2 = {2 * d + 2}, got {vec.size}")
-        return cls(vec[:d].copy(), float(vec[d]), float(vec[d + 1]), vec[d + 2:].copy())
+        return cls(vec[:d].copy(), float(vec[d]), float(vec[d + 1]), vec[d + 2 :].copy())
+
+    @classmethod
+    def checked(cls, eff: Any, d: int) -> "EffectiveParams":
+        """``eff``, a 4-tuple ``(w, b, r, s)``, validated for dimension ``d`` (float64 arrays)."""
+        if not isinstance(eff, tuple) or len(eff) != 4:
+            raise TypeError("eff must be an EffectiveParams (w, b, r, s)")
+        w = as_float_array(eff[0], "w", ndim=1)
+        s = as_float_array(eff[3], "s", ndim=1)
+        if w.shape != (d,) or s.shape != (d,):
+            raise ValueError(f"w and s must have shape ({d},), got {w.shape} and {s.shape}")
+        b = float(as_float_array(eff[1], "b", ndim=0))
+        r = float(as_float_array(eff[2], "r", ndim=0))
+        return cls(w, b, r, s)
 
 
 @dataclass(frozen=True)
 class LDABlocks:
-    r"""A head on the LDA token layout, stored as the blocks :math:`\theta = (U_{11}, u_{21}, v_{21}, v_{22})` its prediction depends on.
+    r"""A head on the LDA token layout, stored as the blocks :math:`\theta = (U_{11}, u_{21},
+    v_{21}, v_{22})` its prediction depends on.
 
     Not a :class:`gmmlib.attention.Head` because the other blocks of :math:`U` and :math:`V` play
     no role in the prediction on a query :math:`(x, 0)`: these are the free coordinates of the
@@ -275,7 +299,8 @@ class LDABlocks:
 
     @classmethod
     def from_head(cls, head: Head) -> "LDABlocks":
-        """Read the blocks from a :class:`~gmmlib.attention.Head` with (d+1, d+1) ``U`` (``V``'s last row is the readout)."""
+        """Read the blocks from a :class:`~gmmlib.attention.Head` with (d+1, d+1) ``U`` (``V``'s
+        last row is the readout)."""
         if not isinstance(head, Head):
             raise TypeError(f"head must be a gmmlib.attention.Head, got {type(head).__name__}")
         U, V = head
@@ -286,7 +311,8 @@ class LDABlocks:
         return cls(U[:d, :d], U[d, :d], V[-1, :d], V[-1, d])
 
     def head(self) -> Head:
-        """The full :class:`~gmmlib.attention.Head` ``(U, V)``, both (d+1, d+1): the other blocks are zero; the readout is V's last row."""
+        """The full :class:`~gmmlib.attention.Head` ``(U, V)``, both (d+1, d+1): the other blocks
+        are zero; the readout is V's last row."""
         d = self.dim
         U = np.zeros((d + 1, d + 1))
         U[:d, :d], U[d, :d] = self.U11, self.u21
@@ -299,7 +325,8 @@ class LDABlocks:
         return np.concatenate([self.U11.ravel(), self.u21, self.v21, [self.v22]])
 
     def balance(self) -> float:
-        r"""The balance :math:`Q = \|U_{11}\|_F^2 - \|v_{21}\|^2`, conserved by the gradient flow on the invariant set (Theorem thm-06-symmetric, Chapter 6)."""
+        r"""The balance :math:`Q = \|U_{11}\|_F^2 - \|v_{21}\|^2`, conserved by the gradient flow on
+        the invariant set (:prf:ref:`thm-06-symmetric`, Chapter 6)."""
         return float(np.sum(self.U11**2) - self.v21 @ self.v21)
 
     @classmethod
@@ -308,81 +335,57 @@ class LDABlocks:
         check_positive(d, "d", integer=True)
         vec = as_float_array(vec, "vec", ndim=1)
         if vec.size != d * d + 2 * d + 1:
-            raise ValueError(f"vec must have length d² + 2d + 1 = {d * d + 2 * d + 1}, got {vec.size}")
-        return cls(vec[: d * d].reshape(d, d), vec[d * d: d * d + d], vec[d * d + d: d * d + 2 * d], vec[-1])
-
-
-def _check_model(model: Any) -> LDAModel:
-    if not isinstance(model, LDAModel):
-        raise TypeError(f"model must be an LDAModel, got {type(model).__name__}")
-    return model
-
-
-def _check_eff(model: LDAModel, eff: Any) -> EffectiveParams:
-    if not isinstance(eff, tuple) or len(eff) != 4:
-        raise TypeError("eff must be an EffectiveParams (w, b, r, s)")
-    w = as_float_array(eff[0], "w", ndim=1)
-    s = as_float_array(eff[3], "s", ndim=1)
-    if w.shape != (model.dim,) or s.shape != (model.dim,):
-        raise ValueError(f"w and s must have shape ({model.dim},), got {w.shape} and {s.shape}")
-    b = float(as_float_array(eff[1], "b", ndim=0))
-    r = float(as_float_array(eff[2], "r", ndim=0))
-    return EffectiveParams(w, b, r, s)
+            raise ValueError(f"vec must have length d² + 2d + 1 = {d * d + 2 * d + 1}, "
+                             f"got {vec.size}")
+        dd = d * d
+        return cls(vec[:dd].reshape(d, d), vec[dd:dd + d], vec[dd + d:dd + 2 * d], vec[-1])
 
 
 def effective_params(model: LDAModel, theta: LDABlocks) -> EffectiveParams:
     r"""The map :math:`\theta\mapsto(w,b,r,s)`.
 
-    Implements eq. eq-04-map of Theorem thm-04-effective-predictor (Chapter 4); the paper's
-    eq. (7) in the book's block convention (its :math:`U_{11}, u_{12}` are :math:`U_{11}^\top, u_{21}` here).
+    Implements eq. :eq:`eq-04-map` of :prf:ref:`thm-04-effective-predictor` (Chapter 4); the paper's
+    eq. (7) in the book's block convention (its :math:`U_{11}, u_{12}` are :math:`U_{11}^\top,
+    u_{21}` here).
 
     .. math::
 
         w = U_{11}^\top\Gamma v_{21},\quad b = v_{21}^\top m_{-1} - v_{22},\quad
         r = v_{21}^\top(m_1 - m_{-1}) + 2v_{22},\quad s = U_{11}^\top(m_1-m_{-1}) + 2u_{21}.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     if not isinstance(theta, LDABlocks):
         raise TypeError(f"theta must be an LDABlocks, got {type(theta).__name__}")
     if theta.dim != model.dim:
         raise ValueError(f"theta has dimension {theta.dim}, the model {model.dim}")
-    w, b, r, s = _effective_map(model.cov, model.m_neg, model.delta, theta.U11, theta.u21, theta.v21,
-                                np.asarray(theta.v22))
+    w, b, r, s = effective_map(model.cov, model.m_neg, model.delta, theta.U11, theta.u21,
+                               theta.v21, np.asarray(theta.v22))
     return EffectiveParams(w, float(b), float(r), s)
 
 
-def _effective_map(cov: Any, m_neg: Any, delta: Any, U11: Any, u21: Any, v21: Any, v22: Any, *,
-                   einsum: Any = np.einsum) -> tuple[Any, ...]:
-    r"""eq-04-map, the one copy for numpy and torch: arrays with any leading batch axes.
-
-    ``cov``, ``m_neg``, ``delta`` are the model's :math:`\Gamma, m_{-1}, \Delta`; pass
-    ``einsum=torch.einsum`` and tensors for torch (:mod:`gmmlib.lda_torch` does).
-    """
-    w = einsum("...ji,...j->...i", U11, v21 @ cov)      # U11ᵀ Γ v21 (Γ symmetric)
-    s = einsum("...ji,j->...i", U11, delta) + 2 * u21
-    return w, v21 @ m_neg - v22, v21 @ delta + 2 * v22, s
-
-
 def attention_jacobian(model: LDAModel, theta: LDABlocks) -> np.ndarray:
-    r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders of :meth:`LDABlocks.vector` and ``(w, b, r, s)``.
+    r"""The Jacobian of :math:`\theta\mapsto(w,b,r,s)`, shape (2d + 2, d² + 2d + 1), in the orders
+    of :meth:`LDABlocks.vector` and ``(w, b, r, s)``.
 
-    Row :math:`k` is :math:`J^\top e_k`, the adjoint of eq-04-map (:func:`attention_risk_grad`'s
-    chain rule) applied to the :math:`k`-th coordinate vector: the map's derivative is written once.
+    Row :math:`k` is :math:`J^\top e_k`, the adjoint of :eq:`eq-04-map`
+    (:func:`attention_risk_grad`'s chain rule) applied to the :math:`k`-th coordinate vector: the
+    map's derivative is written once.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     d = model.dim
     E = np.eye(2 * d + 2)
-    gU, gu, gv, gv22 = _adjoint_map(model, theta.U11, theta.v21, E[:, :d], E[:, d], E[:, d + 1], E[:, d + 2:])
+    gU, gu, gv, gv22 = adjoint_map(model, theta.U11, theta.v21, E[:, :d], E[:, d], E[:, d + 1],
+                                   E[:, d + 2:])
     return np.concatenate([gU.reshape(2 * d + 2, d * d), gu, gv, gv22[:, None]], axis=1)
 
 
 def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
     r""":math:`f(x) = w^\top x + b + r\,\sigma(s_0 + s^\top x)` at each row of ``X``, shape (n,).
 
-    Implements eq. eq-04-effective of Theorem thm-04-effective-predictor (Chapter 4).
+    Implements eq. :eq:`eq-04-effective` of :prf:ref:`thm-04-effective-predictor` (Chapter 4).
     """
-    model = _check_model(model)
-    w, b, r, s = _check_eff(model, eff)
+    model = check_type(model, LDAModel, "model")
+    w, b, r, s = EffectiveParams.checked(eff, model.dim)
     X = model._points(X)
     return X @ w + b + r * expit(model.s0 + X @ s)
 
@@ -391,16 +394,16 @@ def effective_predictor(model: LDAModel, eff: Any, X: Any) -> np.ndarray:
 def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = None) -> LDABlocks:
     r"""A head with :math:`r = 0` realising :math:`f^*` (the gate is switched off by the readout).
 
-    Implements construction 1 of Proposition prop-04-constructions (Chapter 4); the paper
-    mentions it in the remark closing its Lemma B.3. Returns the blocks :math:`\theta`;
-    ``theta.head()`` (a :class:`gmmlib.attention.Head`) is the head itself.
-    :math:`v_{22} = -v_{21}^\top\Delta/2` makes :math:`r = 0`, and then
-    :math:`b = v_{21}^\top(m_1+m_{-1})/2` must equal :math:`b^*`; :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`
-    gives :math:`w = w^*`; :math:`u_{21} = (s - U_{11}^\top\Delta)/2` sets the (irrelevant) gate direction.
-    By default :math:`v_{21} = 2b^*(m_1+m_{-1})/\|m_1+m_{-1}\|^2` (needs :math:`m_1\neq -m_{-1}` unless
-    :math:`b^* = 0`) and :math:`s = 0`. A given ``v21`` must satisfy :math:`v_{21}^\top(m_1+m_{-1}) = 2b^*`.
+    Implements construction 1 of :prf:ref:`prop-04-constructions` (Chapter 4); the paper mentions it
+    in the remark closing its Lemma B.3. Returns the blocks :math:`\theta`; ``theta.head()`` (a
+    :class:`gmmlib.attention.Head`) is the head itself. :math:`v_{22} = -v_{21}^\top\Delta/2` makes
+    :math:`r = 0`, and then :math:`b = v_{21}^\top(m_1+m_{-1})/2` must equal :math:`b^*`;
+    :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})` gives :math:`w = w^*`; :math:`u_{21}
+    = (s - U_{11}^\top\Delta)/2` sets the (irrelevant) gate direction. By default :math:`v_{21} =
+    2b^*(m_1+m_{-1})/\|m_1+m_{-1}\|^2` (needs :math:`m_1\neq -m_{-1}` unless :math:`b^* = 0`) and
+    :math:`s = 0`. A given ``v21`` must satisfy :math:`v_{21}^\top(m_1+m_{-1}) = 2b^*`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     w_star, b_star = model.bayes_params()
     msum = model.m_pos + model.m_neg
     if v21 is None:
@@ -421,17 +424,18 @@ def construction_r0(model: LDAModel, v21: Any | None = None, s: Any | None = Non
 
 
 def construction_s0(model: LDAModel, v21: Any | None = None) -> LDABlocks:
-    r"""A head with :math:`s = 0` realising :math:`f^*` (the gate is constant, :math:`\sigma(s_0) = \pi_+`).
+    r"""A head with :math:`s = 0` realising :math:`f^*` (the gate is constant, :math:`\sigma(s_0) =
+    \pi_+`).
 
-    Implements construction 2 of Proposition prop-04-constructions (Chapter 4), the
-    construction of Lemma B.3 of Gabet et al. (2026) (their constraint (C) is :math:`s = 0`).
-    Returns the blocks :math:`\theta`; ``theta.head()`` is the head itself.
-    :math:`u_{21} = -U_{11}^\top\Delta/2` makes :math:`s = 0`; the intercept is then
-    :math:`b + r\pi_+ = v_{21}^\top(\pi_+m_1 + (1-\pi_+)m_{-1}) + (2\pi_+-1)v_{22}`, set to :math:`b^*` by
-    :math:`v_{22}` (needs :math:`\pi_+\ne\frac12`; with :math:`\pi_+=\frac12` pick ``v21`` with
-    :math:`v_{21}^\top(m_1+m_{-1})/2 = b^*`). By default :math:`v_{21} = w^*`, :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`.
+    Implements construction 2 of :prf:ref:`prop-04-constructions` (Chapter 4), the construction of
+    Lemma B.3 of Gabet et al. (2026) (their constraint (C) is :math:`s = 0`). Returns the blocks
+    :math:`\theta`; ``theta.head()`` is the head itself. :math:`u_{21} = -U_{11}^\top\Delta/2` makes
+    :math:`s = 0`; the intercept is then :math:`b + r\pi_+ = v_{21}^\top(\pi_+m_1 + (1-\pi_+)m_{-1})
+    + (2\pi_+-1)v_{22}`, set to :math:`b^*` by :math:`v_{22}` (needs :math:`\pi_+\ne\frac12`; with
+    :math:`\pi_+=\frac12` pick ``v21`` with :math:`v_{21}^\top(m_1+m_{-1})/2 = b^*`). By default
+    :math:`v_{21} = w^*`, :math:`U_{11} = v_{21}w^{*\top}/(v_{21}^\top\Gamma v_{21})`.
     """
-    model = _check_model(model)
+    model = check_type(model, LDAModel, "model")
     w_star, b_star = model.bayes_params()
     v21 = w_star.copy() if v21 is None else as_float_array(v21, "v21", ndim=1)
     if np.allclose(v21, 0):
@@ -457,21 +461,23 @@ RISK_TOLERANCE = 1e-6
 
 def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str = "gauss-hermite",
                     tol: float | None = RISK_TOLERANCE) -> float:
-    r"""The population logistic risk :math:`R = \sum_c\pi_c\,\mathbb E[\ell(c f(X))\mid Y=c]` of :math:`f = w^\top x + b + r\sigma(s_0+s^\top x)`.
+    r"""The population logistic risk :math:`R = \sum_c\pi_c\,\mathbb E[\ell(c f(X))\mid Y=c]` of
+    :math:`f = w^\top x + b + r\sigma(s_0+s^\top x)`.
 
-    Implements Lemma lem-05-quadrature (Chapter 5): given the class, :math:`(w^\top X, s^\top X)` is
-    a bivariate Gaussian, so a two-dimensional rule computes :math:`R` in any dimension :math:`d`.
+    Implements :prf:ref:`lem-05-quadrature` (Chapter 5): given the class, :math:`(w^\top X, s^\top
+    X)` is a bivariate Gaussian, so a two-dimensional rule computes :math:`R` in any dimension
+    :math:`d`.
 
     ``rule="gauss-hermite"``: an ``n_points``² Gauss–Hermite rule. Its error decays geometrically,
-    at a speed set by :math:`\pi/\sqrt{w^\top\Gamma w}` and :math:`\pi/\sqrt{s^\top\Gamma s}` (the distances of
-    the poles of :math:`\ell` and :math:`\sigma` from the real axis in standardised units): ~1e-12 with
-    40 nodes at widths up to ~1.5, but useless for sharp gates (error ~1e-4 with 80 nodes at
-    :math:`\sqrt{s^\top\Gamma s} = 10`).
-    ``rule="adaptive"``: coordinates :math:`u` along the gate and :math:`v` across it; in each, a
-    composite Gauss–Legendre rule with ``n_points`` nodes per panel, graded toward the gate's
-    transition :math:`s_0 + s^\top x = 0`, the loss's kink :math:`f = 0`, and (in :math:`u`) the kinks of
-    the conditional mean score (:func:`gmmlib.quadrature.graded_normal_rule`): accurate to
-    ~1e-13 with 8 nodes per panel however sharp the gate or wide the predictor.
+    at a speed set by :math:`\pi/\sqrt{w^\top\Gamma w}` and :math:`\pi/\sqrt{s^\top\Gamma s}` (the
+    distances of the poles of :math:`\ell` and :math:`\sigma` from the real axis in standardised
+    units): ~1e-12 with 40 nodes at widths up to ~1.5, but useless for sharp gates (error ~1e-4 with
+    80 nodes at :math:`\sqrt{s^\top\Gamma s} = 10`). ``rule="adaptive"``: coordinates :math:`u`
+    along the gate and :math:`v` across it; in each, a composite Gauss–Legendre rule with
+    ``n_points`` nodes per panel, graded toward the gate's transition :math:`s_0 + s^\top x = 0`,
+    the loss's kink :math:`f = 0`, and (in :math:`u`) the kinks of the conditional mean score
+    (:func:`gmmlib.quadrature.graded_normal_rule`): accurate to ~1e-13 with 8 nodes per panel
+    however sharp the gate or wide the predictor.
 
     The rule checks itself: when ``tol`` is not ``None`` it also evaluates a coarser rule
     (``n_points // 2`` nodes per axis for Gauss–Hermite, ``n_points - 2`` per panel for the
@@ -480,15 +486,17 @@ def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str 
     one's, says the rule has not converged. For an error estimate of the value itself, see
     :func:`excess_risk_estimate`.
     """
-    model = _check_model(model)
-    eff = _check_eff(model, eff)
-    risk = _risk(model, eff, n_points, rule)
-    _check_converged(model, eff, n_points, rule, risk, tol)
+    model = check_type(model, LDAModel, "model")
+    eff = EffectiveParams.checked(eff, model.dim)
+    risk = rule_risk(model, eff, n_points, rule)
+    check_converged(model, eff, n_points, rule, risk, tol)
     return risk
 
 
-def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *, rule: str = "adaptive") -> Any:
-    r"""The excess risk :math:`R(w,b,r,s) - R^*` with its quadrature error, as a :class:`gmmlib.evidence.Estimate`.
+def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *,
+                         rule: str = "adaptive") -> Any:
+    r"""The excess risk :math:`R(w,b,r,s) - R^*` with its quadrature error, as a
+    :class:`gmmlib.evidence.Estimate`.
 
     Both risks are computed with ``n_points`` and ``2 * n_points`` nodes (per panel for the
     adaptive rule, per axis for Gauss–Hermite) by :func:`gmmlib.evidence.converged_quadrature`:
@@ -497,23 +505,25 @@ def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *, rule: 
     """
     from .evidence import converged_quadrature
 
-    model = _check_model(model)
-    eff = _check_eff(model, eff)
+    model = check_type(model, LDAModel, "model")
+    eff = EffectiveParams.checked(eff, model.dim)
     w_star, b_star = model.bayes_params()
     bayes = EffectiveParams(w_star, b_star, 0.0, np.zeros(model.dim))
 
     def excess(n: int) -> float:
-        return _risk(model, eff, n, rule) - _risk(model, bayes, n, rule)
+        return rule_risk(model, eff, n, rule) - rule_risk(model, bayes, n, rule)
 
-    return converged_quadrature(excess, int(n_points), 2 * int(n_points), method=f"{rule} quadrature")
+    n = int(n_points)
+    return converged_quadrature(excess, n, 2 * n, method=f"{rule} quadrature")
 
 
-def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str = "gauss-hermite",
+def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40, *,
+                         rule: str = "gauss-hermite",
                          tol: float | None = RISK_TOLERANCE) -> tuple[float, EffectiveParams]:
     r"""The risk and its gradient in :math:`(w, b, r, s)`.
 
-    Implements the partial derivatives in the proof of Theorem thm-05-landscape and Stein's
-    identity eq-05-stein (Chapter 5). With :math:`u = cf`, :math:`\ell'(u) = -\sigma(-u)`,
+    Implements the partial derivatives in the proof of :prf:ref:`thm-05-landscape` and Stein's
+    identity :eq:`eq-05-stein` (Chapter 5). With :math:`u = cf`, :math:`\ell'(u) = -\sigma(-u)`,
     :math:`\ell''(u) = \sigma(u)\sigma(-u)` and :math:`g = \sigma(s_0 + s^\top x)`:
 
     .. math::
@@ -523,126 +533,34 @@ def population_risk_grad(model: LDAModel, eff: Any, n_points: int = 40, *, rule:
         \partial_w R = \sum_c\pi_c\mathbb E[c\ell'(u)X],\quad
         \partial_s R = \sum_c\pi_c\mathbb E[c\ell'(u)\,r g'\,X],
 
-    and each :math:`\mathbb E[h(w^\top X, s^\top X)X] = m_c\mathbb Eh + \Gamma(w\,\mathbb E\partial_1h + s\,\mathbb E\partial_2 h)` (Stein).
-    ``rule`` and ``tol`` as in :func:`population_risk` (the check is on the risk).
+    and each :math:`\mathbb E[h(w^\top X, s^\top X)X] = m_c\mathbb Eh + \Gamma(w\,\mathbb
+    E\partial_1h + s\,\mathbb E\partial_2 h)` (Stein). ``rule`` and ``tol`` as in
+    :func:`population_risk` (the check is on the risk).
     """
-    model = _check_model(model)
-    eff = _check_eff(model, eff)
-    w, b, r, s = eff
-    G = model.cov
-    risk, gw, gb, gr, gs = 0.0, np.zeros(model.dim), 0.0, 0.0, np.zeros(model.dim)
-    for c, m, pc, T, wt in _class_nodes(model, eff, n_points, rule):
-        g = _sigmoid(model.s0 + T[:, 1])
-        g1 = g * (1 - g)
-        g2 = g1 * (1 - 2 * g)
-        u = c * (T[:, 0] + b + r * g)
-        loss, sig_neg, l2 = _loss_terms(u)
-        risk += pc * (_dot(wt, loss))
-        h = -c * sig_neg  # d/dt1 of the loss
-        Eh, Eh1, Eh2 = _dot(wt, h), _dot(wt, l2), _dot(wt, l2 * r * g1)
-        gb += pc * Eh
-        gr += pc * (_dot(wt, h * g))
-        gw += pc * (m * Eh + G @ (w * Eh1 + s * Eh2))
-        k = h * r * g1
-        Ek1 = _dot(wt, l2 * r * g1)
-        Ek2 = _dot(wt, l2 * (r * g1) ** 2 + h * r * g2)
-        gs += pc * (m * _dot(wt, k) + G @ (w * Ek1 + s * Ek2))
-    _check_converged(model, eff, n_points, rule, float(risk), tol)
+    model = check_type(model, LDAModel, "model")
+    eff = EffectiveParams.checked(eff, model.dim)
+    risk, gw, gb, gr, gs = risk_and_grad(model, eff, n_points, rule)
+    check_converged(model, eff, n_points, rule, float(risk), tol)
     return float(risk), EffectiveParams(gw, float(gb), float(gr), gs)
 
 
 def attention_risk_grad(model: LDAModel, theta: LDABlocks, n_points: int = 40, *,
-                        rule: str = "gauss-hermite", tol: float | None = RISK_TOLERANCE) -> tuple[float, LDABlocks]:
-    r"""The risk of a head and its gradient in :math:`\theta`, by the chain rule :math:`\nabla_\theta R = J^\top\nabla_{(w,b,r,s)}R`.
+                        rule: str = "gauss-hermite",
+                        tol: float | None = RISK_TOLERANCE) -> tuple[float, LDABlocks]:
+    r"""The risk of a head and its gradient in :math:`\theta`, by the chain rule
+    :math:`\nabla_\theta R = J^\top\nabla_{(w,b,r,s)}R`.
 
-    Implements the adjoint :math:`J^\top` of Proposition prop-05-adjoint (Chapter 5):
+    Implements the adjoint :math:`J^\top` of :prf:ref:`prop-05-adjoint` (Chapter 5):
 
     .. math::
 
-        \partial_{U_{11}}R = \Gamma v_{21}\,g_w^\top + \Delta\,g_s^\top,\quad \partial_{u_{21}}R = 2g_s,\quad
-        \partial_{v_{21}}R = \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\quad \partial_{v_{22}}R = -g_b + 2g_r.
+        \partial_{U_{11}}R = \Gamma v_{21}\,g_w^\top + \Delta\,g_s^\top,\quad \partial_{u_{21}}R =
+        2g_s,\quad
+        \partial_{v_{21}}R = \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\quad \partial_{v_{22}}R =
+        -g_b + 2g_r.
 
     ``rule`` and ``tol`` as in :func:`population_risk`.
     """
     eff = effective_params(model, theta)
     risk, g = population_risk_grad(model, eff, n_points, rule=rule, tol=tol)
-    return risk, LDABlocks(*_adjoint_map(model, theta.U11, theta.v21, *g))
-
-
-def _adjoint_map(model: LDAModel, U11: np.ndarray, v21: np.ndarray, g_w: np.ndarray, g_b: Any, g_r: Any,
-                 g_s: np.ndarray) -> tuple[np.ndarray, ...]:
-    r"""The adjoint :math:`J^\top` of eq-04-map (Proposition prop-05-adjoint), the one copy: any leading batch axes.
-
-    Returns the gradients in :math:`(U_{11}, u_{21}, v_{21}, v_{22})` from those in :math:`(w, b, r, s)`.
-    """
-    G, D = model.cov, model.delta
-    g_b, g_r = np.asarray(g_b, dtype=np.float64), np.asarray(g_r, dtype=np.float64)
-    grad_U = (v21 @ G)[..., :, None] * g_w[..., None, :] + D[:, None] * g_s[..., None, :]
-    grad_v = (np.einsum("...ij,...j->...i", U11, g_w) @ G + g_b[..., None] * model.m_neg
-              + g_r[..., None] * D)
-    return grad_U, 2 * g_s, grad_v, 2 * g_r - g_b
-
-
-# ---------------------------------------------------------------------- linear attention, minimisers
-def best_linear_attention(model: LDAModel, n_points: int = 40, start: Any | None = None) -> tuple[np.ndarray, float]:
-    r"""The best logistic risk of linear attention: :math:`R_{\mathrm{lin}} = \min_w \mathbb E\,\ell(Yw^\top X)`.
-
-    Implements Proposition prop-04-linear (Chapter 4): linear attention's limit on the query
-    :math:`(x, 0)` is :math:`w_{\mathrm{lin}}^\top x` with
-    :math:`w_{\mathrm{lin}}^\top = (V\,\mathbb E[ZZ^\top]\,U)_{d+1,1:d}`, any :math:`w_{\mathrm{lin}}` being
-    reachable; the problem is a convex logistic regression without intercept, solved by BFGS
-    (scipy) on the quadrature risk and its exact gradient, then polished by three Newton steps
-    (gradient norm ~1e-15). The search starts at ``start`` (default :math:`w = 0`, which knows
-    nothing of :math:`w^*`); the rule's convergence (see :func:`population_risk`) is checked at
-    the minimiser, not at the trial points of the line searches. Returns ``(w_lin, risk)``.
-    """
-    model = _check_model(model)
-    d = model.dim
-    x0 = np.zeros(d) if start is None else as_float_array(start, "start", ndim=1)
-    if x0.shape != (d,):
-        raise ValueError(f"start must have shape ({d},), got {x0.shape}")
-
-    def fun(beta, tol=None):
-        risk, g = population_risk_grad(model, EffectiveParams(beta, 0.0, 0.0, np.zeros(d)), n_points, tol=tol)
-        return risk, g.w
-
-    res = minimize(fun, x0, jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 500})
-    beta = res.x
-    for _ in range(3):  # Newton polish (Hessian by central differences of the exact gradient)
-        g = fun(beta)[1]
-        h = 1e-5 * max(1.0, float(np.linalg.norm(beta)))
-        H = np.stack([(fun(beta + h * e)[1] - fun(beta - h * e)[1]) / (2 * h) for e in np.eye(d)], axis=1)
-        beta = beta - np.linalg.solve(0.5 * (H + H.T), g)
-    return beta, float(fun(beta, RISK_TOLERANCE)[0])
-
-
-def minimiser_distances(model: LDAModel, eff: Any) -> tuple[float, float]:
-    r"""Euclidean distances in :math:`(w,b,r,s)` to the two minimiser families.
-
-    :math:`E_1 = \{(w^*, b^*, 0, s)\}`: :math:`d_1^2 = \|w-w^*\|^2 + (b-b^*)^2 + r^2`.
-    :math:`E_2 = \{(w^*, b^* - \rho\sigma(s_0), \rho, 0)\}`: :math:`d_2^2 = \|w-w^*\|^2 + \|s\|^2 + \min_\rho[(b-b^*+\rho\sigma(s_0))^2 + (r-\rho)^2]`,
-    the last minimum being :math:`(b - b^* + r\sigma(s_0))^2/(1+\sigma(s_0)^2)`.
-    """
-    model = _check_model(model)
-    w, b, r, s = _check_eff(model, eff)
-    w_star, b_star = model.bayes_params()
-    q = model.pi_pos
-    dw2 = float(np.sum((w - w_star) ** 2))
-    d1 = np.sqrt(dw2 + (b - b_star) ** 2 + r**2)
-    d2 = np.sqrt(dw2 + float(s @ s) + (b - b_star + r * q) ** 2 / (1 + q * q))
-    return float(d1), float(d2)
-
-
-def zeta_sequence(model: LDAModel, c: Any, rho: float) -> EffectiveParams:
-    r"""The diverging minimising sequence :math:`\zeta_\rho = (w^* - \sigma'(s_0)c,\ b^* - \sigma(s_0)\rho,\ \rho,\ c/\rho)`.
-
-    Implements Proposition prop-05-zeta (Chapter 5; Proposition 3.4 of Gabet et al., who write
-    :math:`R` for :math:`\rho`). Its predictor is
-    :math:`f^* + \rho[\sigma(s_0 + c^\top x/\rho) - \sigma(s_0) - \sigma'(s_0)c^\top x/\rho] = f^* + O(1/\rho)`.
-    """
-    model = _check_model(model)
-    c = as_float_array(c, "c", ndim=1)
-    check_positive(rho, "rho")
-    w_star, b_star = model.bayes_params()
-    q = model.pi_pos
-    return EffectiveParams(w_star - q * (1 - q) * c, b_star - q * rho, float(rho), c / rho)
+    return risk, LDABlocks(*adjoint_map(model, theta.U11, theta.v21, *g))

@@ -38,8 +38,10 @@ __all__ = ["GaussianMixture"]
 _WEIGHT_TOL = 1e-8
 #: Beyond this size a logit's rounding error (1e-4) would show in a softmax: such rows saturate.
 _FAR_LOGIT = 1e12
-_TILT_OVERFLOW = ("the tilt's log-weights log π_k + aᵀm_k + aᵀΓ_k a/2 overflow the float range: a is too "
-                  "large for them (tilt_weights() still gives the saturated weights)")
+_TILT_OVERFLOW = (
+    "the tilt's log-weights log π_k + aᵀm_k + aᵀΓ_k a/2 overflow the float range: a is too "
+    "large for them (tilt_weights() still gives the saturated weights)"
+)
 
 
 def _validate_covs(covs: np.ndarray, name: str = "covs") -> np.ndarray:
@@ -47,9 +49,11 @@ def _validate_covs(covs: np.ndarray, name: str = "covs") -> np.ndarray:
     return check_covariances(covs, name)
 
 
-def _saturating_softmax(Xhat: np.ndarray, scale: np.ndarray, M: np.ndarray, b: np.ndarray,
-                        c: np.ndarray) -> np.ndarray:
-    r"""Rows of :math:`\operatorname{softmax}_k(c_k + s\,\hat x^\top b_k + \tfrac12 s^2\,\hat x^\top M_k\hat x)`, no overflow.
+def _saturating_softmax(
+    Xhat: np.ndarray, scale: np.ndarray, M: np.ndarray, b: np.ndarray, c: np.ndarray
+) -> np.ndarray:
+    r"""Rows of :math:`\operatorname{softmax}_k(c_k + s\,\hat x^\top b_k + \tfrac12 s^2\,\hat x^\top
+    M_k\hat x)`, no overflow.
 
     For points :math:`x = s\hat x` so far out that the logits themselves overflow (the
     softmax then saturates, and its value is finite). The quadratic term is computed once per
@@ -66,7 +70,9 @@ def _saturating_softmax(Xhat: np.ndarray, scale: np.ndarray, M: np.ndarray, b: n
     with np.errstate(over="ignore", invalid="ignore"):
         quad = np.where(dq < 0, (dq * s) * s, 0.0)
         logits = quad + (Xhat @ b.T) * s + c[None, :]
-    logits = np.where(np.isneginf(quad) | np.isneginf(c)[None, :] | np.isnan(logits), -np.inf, logits)
+    logits = np.where(
+        np.isneginf(quad) | np.isneginf(c)[None, :] | np.isnan(logits), -np.inf, logits
+    )
     top = np.isposinf(logits)  # s·x̂ᵀb_k overflowed upwards: those components take all the mass
     finite_max = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
     with np.errstate(invalid="ignore"):
@@ -76,7 +82,8 @@ def _saturating_softmax(Xhat: np.ndarray, scale: np.ndarray, M: np.ndarray, b: n
 
 
 def _far_rows(logits: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Rows of logits that overflowed, or are so large (beyond 1e12) that rounding swamps their differences."""
+    """Rows of logits that overflowed, or are so large (beyond 1e12) that rounding swamps their
+    differences."""
     live = weights > 0
     with np.errstate(invalid="ignore"):
         size = np.max(np.abs(np.where(live[None, :], logits, 0.0)), axis=1)
@@ -151,7 +158,8 @@ class GaussianMixture:
 
     @classmethod
     def isotropic(cls, weights: Any, means: Any, variance: float) -> "GaussianMixture":
-        r"""The mixture :math:`\sum_k \pi_k\mathcal N(m_k, \sigma^2 I)` (``variance`` = :math:`\sigma^2 \ge 0`)."""
+        r"""The mixture :math:`\sum_k \pi_k\mathcal N(m_k, \sigma^2 I)` (``variance`` =
+        :math:`\sigma^2 \ge 0`)."""
         check_positive(variance, "variance", allow_zero=True)
         m = as_float_array(means, "means", ndim=2)
         K, d = m.shape
@@ -176,17 +184,20 @@ class GaussianMixture:
         return self.weights @ self.means
 
     def second_moment(self) -> np.ndarray:
-        r"""The second moment :math:`\mathbb E XX^\top = \sum_k \pi_k(\Gamma_k + m_k m_k^\top)`, shape (d, d)."""
+        r"""The second moment :math:`\mathbb E XX^\top = \sum_k \pi_k(\Gamma_k + m_k m_k^\top)`,
+        shape (d, d)."""
         outer = np.einsum("ki,kj->kij", self.means, self.means)
         return np.einsum("k,kij->ij", self.weights, self.covs + outer)
 
     def covariance(self) -> np.ndarray:
-        r"""The covariance :math:`\mathbb E XX^\top - \mathbb E X\,\mathbb E X^\top`, shape (d, d)."""
+        r"""The covariance :math:`\mathbb E XX^\top - \mathbb E X\,\mathbb E X^\top`, shape (d,
+        d)."""
         mu = self.mean()
         return self.second_moment() - np.outer(mu, mu)
 
     def shared_covariance(self, name: str = "mixture", purpose: str = "") -> np.ndarray:
-        r"""The one covariance :math:`\Gamma` of every component, for the shared-covariance formulas.
+        r"""The one covariance :math:`\Gamma` of every component, for the shared-covariance
+        formulas.
 
         Components count as sharing it when :math:`\max_k\|\Gamma_k - \Gamma_1\|_{\max} \le
         10^{-12}\max(1, \max_k\|\Gamma_k\|_{\max})`; otherwise a ``ValueError`` names
@@ -195,8 +206,10 @@ class GaussianMixture:
         G = self.covs[0]
         scale = max(1.0, float(np.max(np.abs(self.covs))))
         if np.max(np.abs(self.covs - G[None])) > 1e-12 * scale:
-            raise ValueError(f"{name} must have one covariance shared by all components"
-                             + (f" ({purpose})" if purpose else ""))
+            raise ValueError(
+                f"{name} must have one covariance shared by all components"
+                + (f" ({purpose})" if purpose else "")
+            )
         return G
 
     # ------------------------------------------------------------------ sampling
@@ -220,7 +233,8 @@ class GaussianMixture:
         Returns
         -------
         X : ndarray, shape (n, d)
-            The points :math:`x_i = m_{k_i} + R_{k_i}\varepsilon_i`, :math:`\varepsilon_i\sim\mathcal N(0, I)`.
+            The points :math:`x_i = m_{k_i} + R_{k_i}\varepsilon_i`,
+            :math:`\varepsilon_i\sim\mathcal N(0, I)`.
         labels : ndarray of int, shape (n,)
             The component :math:`k_i \sim \pi` each point was drawn from.
         """
@@ -261,7 +275,9 @@ class GaussianMixture:
         X = as_float_array(X, name, ndim=(1, 2))
         X2 = X[None, :] if X.ndim == 1 else X
         if X2.shape[1] != self.dim:
-            raise ValueError(f"{name} must have {self.dim} columns (the mixture's dim), got shape {X.shape}")
+            raise ValueError(
+                f"{name} must have {self.dim} columns (the mixture's dim), got shape {X.shape}"
+            )
         return X2
 
     def _cholesky(self) -> np.ndarray:
@@ -273,7 +289,8 @@ class GaussianMixture:
                 k = int(np.argmin(eig))
                 raise ValueError(
                     "densities need positive-definite covariances; component "
-                    f"{k} is singular (smallest eigenvalue {eig[k]:.3g}): a point mass has no density"
+                    f"{k} is singular (smallest eigenvalue {eig[k]:.3g}): a point mass has no "
+                    "density"
                 ) from None
             if np.any(np.diagonal(self._cache["chol"], axis1=1, axis2=2) <= 0):
                 del self._cache["chol"]
@@ -289,14 +306,15 @@ class GaussianMixture:
         if not np.all(np.isfinite(out)):
             i = int(np.argmax(~np.all(np.isfinite(out), axis=1)))
             raise ValueError(
-                f"the log-density at row {i} of X is below the float range (its squared Mahalanobis "
-                "distance to a component overflows): the point is too far out for a log-density; "
-                "posterior() still gives its (saturated) responsibilities"
+                f"the log-density at row {i} of X is below the float range (its squared "
+                "Mahalanobis distance to a component overflows): the point is too far out for a "
+                "log-density; posterior() still gives its (saturated) responsibilities"
             )
         return out
 
     def _component_log_prob(self, X: np.ndarray) -> np.ndarray:
-        """Like :meth:`component_log_prob` on checked points, with -inf where the distance overflows."""
+        """Like :meth:`component_log_prob` on checked points, with -inf where the distance
+        overflows."""
         L = self._cholesky()
         diff = X[:, None, :] - self.means[None, :, :]  # (n, K, d)
         # Solve L_k y = diff for every point and component.
@@ -307,13 +325,15 @@ class GaussianMixture:
         return -0.5 * (maha + logdet[None, :] + self.dim * np.log(2.0 * np.pi))
 
     def log_prob(self, X: Any) -> np.ndarray:
-        r"""Log-density :math:`\log \sum_k \pi_k \mathcal N(x; m_k, \Gamma_k)` at each row of ``X``, shape (n,)."""
+        r"""Log-density :math:`\log \sum_k \pi_k \mathcal N(x; m_k, \Gamma_k)` at each row of ``X``,
+        shape (n,)."""
         with np.errstate(divide="ignore"):
             logw = np.log(self.weights)
         return logsumexp(self.component_log_prob(X) + logw[None, :], axis=1)
 
     def posterior(self, X: Any) -> np.ndarray:
-        r"""Responsibilities :math:`p(k\mid x) = \pi_k\mathcal N(x; m_k,\Gamma_k)/\sum_j \pi_j\mathcal N(x; m_j,\Gamma_j)`, shape (n, K)."""
+        r"""Responsibilities :math:`p(k\mid x) = \pi_k\mathcal N(x; m_k,\Gamma_k)/\sum_j
+        \pi_j\mathcal N(x; m_j,\Gamma_j)`, shape (n, K)."""
         X = self._check_points(X)
         with np.errstate(divide="ignore"):
             logw = np.log(self.weights)
@@ -340,7 +360,9 @@ class GaussianMixture:
     def _check_direction(self, a: Any) -> np.ndarray:
         a = as_float_array(a, "a", ndim=(1, 2))
         if a.shape[-1] != self.dim:
-            raise ValueError(f"a must have last dimension {self.dim} (the mixture's dim), got shape {a.shape}")
+            raise ValueError(
+                f"a must have last dimension {self.dim} (the mixture's dim), got shape {a.shape}"
+            )
         return a
 
     def tilt_logits(self, a: Any) -> np.ndarray:
@@ -369,12 +391,13 @@ class GaussianMixture:
             return logw + a @ self.means.T + 0.5 * quad
 
     def tilt_weights(self, a: Any) -> np.ndarray:
-        r"""The weights :math:`\operatorname{softmax}_k(\log\pi_k + a^\top m_k + \tfrac12 a^\top\Gamma_k a)` of the tilted mixture.
+        r"""The weights :math:`\operatorname{softmax}_k(\log\pi_k + a^\top m_k + \tfrac12
+        a^\top\Gamma_k a)` of the tilted mixture.
 
-        ``a`` may be (d,) (returns shape (K,)) or (n, d) (returns (n, K)). Finite for every
-        finite ``a``: where the logits overflow the softmax saturates, and it is computed as
-        such (the component with the largest :math:`a^\top\Gamma_k a`, then :math:`a^\top m_k`, wins).
-        These are the gates of attention's infinite-prompt limit (Chapter 1, Lemma lem-01-tilt).
+        ``a`` may be (d,) (returns shape (K,)) or (n, d) (returns (n, K)). Finite for every finite
+        ``a``: where the logits overflow the softmax saturates, and it is computed as such (the
+        component with the largest :math:`a^\top\Gamma_k a`, then :math:`a^\top m_k`, wins). These
+        are the gates of attention's infinite-prompt limit (Chapter 1, :prf:ref:`lem-01-tilt`).
         """
         a = self._check_direction(a)
         A = np.atleast_2d(a)
@@ -388,13 +411,16 @@ class GaussianMixture:
             with np.errstate(divide="ignore"):
                 logw = np.log(self.weights)
             scale = np.max(np.abs(A[bad]), axis=1)
-            out[bad] = _saturating_softmax(A[bad] / scale[:, None], scale, self.covs, self.means, logw)
+            out[bad] = _saturating_softmax(
+                A[bad] / scale[:, None], scale, self.covs, self.means, logw
+            )
         return out[0] if a.ndim == 1 else out
 
     def log_mgf(self, a: Any) -> np.ndarray | float:
-        r"""The cumulant generating function :math:`\Lambda(a) = \log\mathbb E\, e^{a^\top X} = \operatorname{logsumexp}_k(\log\pi_k + a^\top m_k + \tfrac12 a^\top\Gamma_k a)`.
+        r"""The cumulant generating function :math:`\Lambda(a) = \log\mathbb E\, e^{a^\top X} =
+        \operatorname{logsumexp}_k(\log\pi_k + a^\top m_k + \tfrac12 a^\top\Gamma_k a)`.
 
-        :math:`\Lambda` of Lemma lem-01-tilt (Chapter 1).
+        :math:`\Lambda` of :prf:ref:`lem-01-tilt` (Chapter 1).
 
         ``a`` may be (d,) (returns a float) or (n, d) (returns shape (n,)). Raises ``ValueError``
         where the value is beyond the float range (:math:`a^\top\Gamma_k a` overflows).
@@ -403,10 +429,11 @@ class GaussianMixture:
         return float(out) if np.ndim(out) == 0 else out
 
     def tilt(self, a: Any) -> "GaussianMixture":
-        r"""The exponentially tilted mixture :math:`\mu^{(a)}` with density :math:`\propto e^{a^\top x}\mu(x)`.
+        r"""The exponentially tilted mixture :math:`\mu^{(a)}` with density :math:`\propto e^{a^\top
+        x}\mu(x)`.
 
-        Eq. (eq-01-tilt) of Lemma lem-01-tilt (Chapter 1); for one Gaussian it is Lemma
-        lem-02-tilt (Chapter 2), and for a mixture Chapter 3's gated affine experts.
+        Eq. :eq:`eq-01-tilt` of :prf:ref:`lem-01-tilt` (Chapter 1); for one Gaussian it is
+        :prf:ref:`lem-02-tilt` (Chapter 2), and for a mixture Chapter 3's gated affine experts.
 
         Component :math:`k` keeps its covariance, moves to :math:`m_k + \Gamma_k a` and gets
         weight :math:`\propto \pi_k e^{a^\top m_k + \frac12 a^\top\Gamma_k a}` (computed
@@ -414,11 +441,15 @@ class GaussianMixture:
         """
         a = self._check_direction(a)
         if a.ndim != 1:
-            raise ValueError(f"a must be one vector of shape ({self.dim},) for tilt, got shape {a.shape}")
+            raise ValueError(
+                f"a must be one vector of shape ({self.dim},) for tilt, got shape {a.shape}"
+            )
         w = self.tilt_weights(a)
         means = self.means + np.einsum("kij,j->ki", self.covs, a)
         if not np.all(np.isfinite(means)):
-            raise ValueError("the tilted means m_k + Γ_k a overflow the float range: a is too large")
+            raise ValueError(
+                "the tilted means m_k + Γ_k a overflow the float range: a is too large"
+            )
         return GaussianMixture(w / w.sum(), means, self.covs.copy())
 
     # ------------------------------------------------------------------ transformations
@@ -437,7 +468,8 @@ class GaussianMixture:
         return GaussianMixture(self.weights.copy(), self.means @ A.T + b, covs)
 
     def convolve(self, cov: Any) -> "GaussianMixture":
-        r"""The law of :math:`X + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0, \Sigma)` independent of :math:`X`.
+        r"""The law of :math:`X + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0, \Sigma)`
+        independent of :math:`X`.
 
         Every component's covariance becomes :math:`\Gamma_k + \Sigma`. ``cov`` is a (d, d)
         PSD matrix :math:`\Sigma`, or a non-negative scalar :math:`s` meaning :math:`sI`.

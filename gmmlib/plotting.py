@@ -21,8 +21,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
-__all__ = ["PALETTE", "SliderFigure", "use_book_style", "share_mathtext_parses", "loglog_fit", "plot_loglog_fit",
-           "density_grid", "interactive_figure", "slider_figure", "live_sliders", "HEADLESS_ENV", "MAX_SLIDER_BYTES"]
+__all__ = [
+    "PALETTE",
+    "SliderFigure",
+    "use_book_style",
+    "share_mathtext_parses",
+    "loglog_fit",
+    "plot_loglog_fit",
+    "density_grid",
+    "interactive_figure",
+    "slider_figure",
+    "live_sliders",
+    "HEADLESS_ENV",
+    "MAX_SLIDER_BYTES",
+]
 
 #: Set to ``1`` in every kernel that the book's build and scripts start (no front end attached).
 HEADLESS_ENV = "GMMLIB_HEADLESS"
@@ -57,8 +69,12 @@ def use_book_style() -> None:
             "savefig.dpi": 100,
             "figure.figsize": (6.4, 4.0),
             "figure.constrained_layout.use": True,
-            "axes.prop_cycle": cycler(color=[PALETTE[k] for k in
-                                             ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]),
+            "axes.prop_cycle": cycler(
+                color=[
+                    PALETTE[k]
+                    for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")
+                ]
+            ),
             "axes.grid": True,
             "grid.alpha": 0.3,
             "axes.spines.top": False,
@@ -105,6 +121,7 @@ def share_mathtext_parses() -> None:
     __init__.__wrapped__ = init  # type: ignore[attr-defined]
     backend_agg.RendererAgg.__init__ = __init__
 
+
 def loglog_fit(x: Any, y: Any) -> tuple[float, float, float]:
     r"""Least-squares fit of :math:`\log y = c + s\log x`.
 
@@ -127,20 +144,35 @@ def loglog_fit(x: Any, y: Any) -> tuple[float, float, float]:
     return float(coef[1]), float(coef[0]), float(se)
 
 
-def plot_loglog_fit(ax: plt.Axes, x: Any, y: Any, *, label: str, color: str | None = None,
-                    ref_slope: float | None = None) -> tuple[float, float, float]:
-    """Plot points on log-log axes with their fitted line (and a reference slope); return the fit."""
+def plot_loglog_fit(
+    ax: plt.Axes,
+    x: Any,
+    y: Any,
+    *,
+    label: str,
+    color: str | None = None,
+    ref_slope: float | None = None,
+) -> tuple[float, float, float]:
+    """Plot points on log-log axes with their fitted line (and a reference slope); return the
+    fit."""
     slope, intercept, se = loglog_fit(x, y)
     x = np.asarray(x, dtype=float)
     line = ax.loglog(x, y, "o", color=color, label=f"{label} (slope {slope:.3f} ± {se:.3f})")[0]
     ax.loglog(x, np.exp(intercept) * x**slope, "-", color=line.get_color(), alpha=0.6)
     if ref_slope is not None:
-        ax.loglog(x, np.exp(intercept) * x[0] ** (slope - ref_slope) * x**ref_slope, ":",
-                  color="gray", label=f"slope {ref_slope:g}")
+        ax.loglog(
+            x,
+            np.exp(intercept) * x[0] ** (slope - ref_slope) * x**ref_slope,
+            ":",
+            color="gray",
+            label=f"slope {ref_slope:g}",
+        )
     return slope, intercept, se
 
 
-def density_grid(lo: Sequence[float], hi: Sequence[float], n: int = 200) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def density_grid(
+    lo: Sequence[float], hi: Sequence[float], n: int = 200
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A regular 2-D grid: returns ``(XX, YY, points)`` with ``points`` of shape (n*n, 2)."""
     xs = np.linspace(lo[0], hi[0], n)
     ys = np.linspace(lo[1], hi[1], n)
@@ -158,7 +190,8 @@ def _js(value: Any) -> str:
 
 @dataclass(frozen=True)
 class SliderFigure:
-    """Frames of a figure over a grid of slider values, shown in the page with sliders: no kernel needed.
+    """Frames of a figure over a grid of slider values, shown in the page with sliders: no kernel
+    needed.
 
     Displayed in a notebook (or in the book's HTML) it is an ``<img>`` and one
     ``<input type="range">`` per parameter; moving a slider swaps in the precomputed frame.
@@ -188,18 +221,23 @@ class SliderFigure:
         sizes = [len(values) for _, values in self.grid]
         flat = int(np.ravel_multi_index(self.start, sizes))
         alt = html.escape(self.alt, quote=True)
-        now = ", ".join(f"{name} = {labels[j][self.start[j]]}" for j, (name, _) in enumerate(self.grid))
+        now = ", ".join(
+            f"{name} = {labels[j][self.start[j]]}" for j, (name, _) in enumerate(self.grid)
+        )
         controls = "".join(
             f'<div class="gmm-slider-controls"><label for="{uid}-{j}">{html.escape(name)}</label> '
-            f'<input type="range" id="{uid}-{j}" data-axis="{j}" min="0" max="{len(values) - 1}" step="1" '
-            f'value="{self.start[j]}" aria-valuetext="{html.escape(labels[j][self.start[j]], quote=True)}"> '
-            f'<output id="{uid}-{j}-out" for="{uid}-{j}">{html.escape(labels[j][self.start[j]])}</output></div>'
+            f'<input type="range" id="{uid}-{j}" data-axis="{j}" min="0" '
+            f'max="{len(values) - 1}" step="1" value="{self.start[j]}" '
+            f'aria-valuetext="{html.escape(labels[j][self.start[j]], quote=True)}"> '
+            f'<output id="{uid}-{j}-out" for="{uid}-{j}">'
+            f"{html.escape(labels[j][self.start[j]])}</output></div>"
             for j, (name, values) in enumerate(self.grid)
         )
         frames = ",".join(f'"{f}"' for f in self.frames)
         names, texts = _js([n for n, _ in self.grid]), _js(labels)
         script = (
-            f"<script>(function(){{var f=[{frames}],t={texts},n={names},s={sizes},a={_js(self.alt)};"
+            f"<script>(function(){{var f=[{frames}],t={texts},n={names},s={sizes},"
+            f"a={_js(self.alt)};"
             f'var root=document.getElementById("{uid}"),m=root.querySelector("img"),'
             f'r=root.querySelectorAll("input[type=range]");'
             "function upd(){var k=0,d=[];for(var j=0;j<r.length;j++){var v=+r[j].value;k=k*s[j]+v;"
@@ -217,12 +255,20 @@ class SliderFigure:
 
     def __repr__(self) -> str:
         axes = " × ".join(f"{name} ({len(values)})" for name, values in self.grid)
-        return f"<SliderFigure: {len(self.frames)} frames over {axes}, {self.size_bytes / 1e6:.2f} MB>"
+        return (
+            f"<SliderFigure: {len(self.frames)} frames over {axes}, {self.size_bytes / 1e6:.2f} MB>"
+        )
 
 
-def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *, alt: str,
-                  value_format: str = "{:g}", start: dict[str, float] | None = None,
-                  dpi: int = 72) -> SliderFigure:
+def slider_figure(
+    draw: Callable[..., Any],
+    grid: dict[str, Sequence[float]],
+    *,
+    alt: str,
+    value_format: str = "{:g}",
+    start: dict[str, float] | None = None,
+    dpi: int = 72,
+) -> SliderFigure:
     """Precompute ``draw(**values)`` over a grid of slider values: a kernel-free interactive figure.
 
     Parameters
@@ -260,7 +306,9 @@ def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *,
         if not isinstance(name, str) or not name:
             raise ValueError("every slider name in grid must be a non-empty string")
         if len(values) < 2:
-            raise ValueError(f"grid[{name!r}] must hold at least 2 slider positions, got {len(values)}")
+            raise ValueError(
+                f"grid[{name!r}] must hold at least 2 slider positions, got {len(values)}"
+            )
         axes.append((name, values))
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("alt must be a non-empty string (the image's alternative text)")
@@ -268,15 +316,21 @@ def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *,
     unknown = set(start) - set(grid)
     if unknown:
         raise ValueError(f"start names sliders that grid does not have: {sorted(unknown)}")
-    first = tuple(int(np.argmin(np.abs(np.asarray(values) - start[name]))) if name in start else len(values) // 2
-                  for name, values in axes)
+    first = tuple(
+        int(np.argmin(np.abs(np.asarray(values) - start[name])))
+        if name in start
+        else len(values) // 2
+        for name, values in axes
+    )
     frames: list[str] = []
     renderers: dict[tuple[int, int, float], Any] = {}  # shared by the frames: see _frame_png
     for combo in itertools.product(*(values for _, values in axes)):
         kwargs = dict(zip((name for name, _ in axes), combo))
         fig = draw(**kwargs)
         if not hasattr(fig, "savefig"):
-            raise TypeError(f"draw({kwargs}) must return a matplotlib Figure, got {type(fig).__name__}")
+            raise TypeError(
+                f"draw({kwargs}) must return a matplotlib Figure, got {type(fig).__name__}"
+            )
         try:
             png = _frame_png(fig, dpi, renderers)
         finally:
@@ -285,13 +339,16 @@ def slider_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *,
     figure = SliderFigure(tuple(frames), tuple(axes), alt, value_format, first)
     if figure.size_bytes > MAX_SLIDER_BYTES:
         raise ValueError(
-            f"the slider figure {alt!r} embeds {figure.size_bytes / 1e6:.2f} MB in {len(frames)} frames, above "
-            f"the book's {MAX_SLIDER_BYTES / 1e6:g} MB per figure: use fewer values in grid or a lower dpi")
+            f"the slider figure {alt!r} embeds {figure.size_bytes / 1e6:.2f} MB in {len(frames)} "
+            f"frames, above the book's {MAX_SLIDER_BYTES / 1e6:g} MB per figure: use fewer values "
+            "in grid or a lower dpi"
+        )
     return figure
 
 
 def _frame_png(fig: Any, dpi: int, renderers: dict[tuple[int, int, float], Any]) -> bytes:
-    """``fig`` as PNG bytes at ``dpi``: the pixels ``fig.savefig(format="png", dpi=dpi)`` writes, in less time.
+    """``fig`` as PNG bytes at ``dpi``: the pixels ``fig.savefig(format="png", dpi=dpi)`` writes, in
+    less time.
 
     Two savings, neither changing a pixel (``tests/test_plotting.py`` compares them with
     ``savefig``'s):
@@ -332,8 +389,10 @@ def _frame_png(fig: Any, dpi: int, renderers: dict[tuple[int, int, float], Any])
     Image.fromarray(rgba[..., :3] if opaque else rgba).save(buf, format="png")
     return buf.getvalue()
 
+
 def headless() -> bool:
-    """True when no front end can show a widget: ``GMMLIB_HEADLESS`` set, or no IPython kernel running."""
+    """True when no front end can show a widget: ``GMMLIB_HEADLESS`` set, or no IPython kernel
+    running."""
     import os
 
     if os.environ.get(HEADLESS_ENV, "").strip() not in ("", "0"):
@@ -346,10 +405,18 @@ def headless() -> bool:
     return shell is None or not hasattr(shell, "kernel")
 
 
-def interactive_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]], *, alt: str,
-                       live: dict[str, Any] | None = None, start: dict[str, Any] | None = None,
-                       value_format: str = "{:g}", dpi: int = 72) -> Any:
-    r"""A figure with sliders: live ipywidgets in a reader's kernel, precomputed frames everywhere else.
+def interactive_figure(
+    draw: Callable[..., Any],
+    grid: dict[str, Sequence[float]],
+    *,
+    alt: str,
+    live: dict[str, Any] | None = None,
+    start: dict[str, Any] | None = None,
+    value_format: str = "{:g}",
+    dpi: int = 72,
+) -> Any:
+    r"""A figure with sliders: live ipywidgets in a reader's kernel, precomputed frames everywhere
+    else.
 
     The one way a chapter shows a figure with sliders. ``draw(**values)`` returns a matplotlib
     figure; both versions call it, so they cannot tell different stories.
@@ -389,15 +456,22 @@ def interactive_figure(draw: Callable[..., Any], grid: dict[str, Sequence[float]
         raise ValueError("grid must be a non-empty dict {slider name: values}")
     start = dict(start or {})
     if headless():
-        return slider_figure(draw, grid, alt=alt, value_format=value_format,
-                             start={k: v for k, v in start.items() if k in grid}, dpi=dpi)
+        return slider_figure(
+            draw,
+            grid,
+            alt=alt,
+            value_format=value_format,
+            start={k: v for k, v in start.items() if k in grid},
+            dpi=dpi,
+        )
     if live is None:
         live = {name: (float(min(values)), float(max(values))) for name, values in grid.items()}
     return live_sliders(draw, live, start={k: v for k, v in start.items() if k in live})
 
 
-def live_sliders(draw: Callable[..., Any], controls: dict[str, Any], *,
-                 start: dict[str, Any] | None = None) -> Any:
+def live_sliders(
+    draw: Callable[..., Any], controls: dict[str, Any], *, start: dict[str, Any] | None = None
+) -> Any:
     """Live ipywidgets sliders over ``draw`` for a reader's kernel; nothing when executed headless.
 
     Chapters call :func:`interactive_figure`, which uses this in a live kernel.
@@ -445,8 +519,9 @@ def live_sliders(draw: Callable[..., Any], controls: dict[str, Any], *,
         if name in start and isinstance(spec, tuple) and len(spec) in (2, 3):
             lo, hi = float(spec[0]), float(spec[1])
             step = float(spec[2]) if len(spec) == 3 else (hi - lo) / 100
-            controls[name] = ipywidgets.FloatSlider(value=float(start[name]), min=lo, max=hi, step=step,
-                                                    description=name)
+            controls[name] = ipywidgets.FloatSlider(
+                value=float(start[name]), min=lo, max=hi, step=step, description=name
+            )
 
     def show(**values: Any) -> None:
         fig = draw(**values)
@@ -454,4 +529,3 @@ def live_sliders(draw: Callable[..., Any], controls: dict[str, Any], *,
         plt.close(fig)
 
     return ipywidgets.interactive(show, **controls)  # shown by the cell, as its last expression
-

@@ -33,11 +33,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validation import as_float_array, check_positive
-from .mixtures import GaussianMixture
+from ._validation import as_float_array, check_positive, check_queries, check_U, check_V
+from .mixtures import GaussianMixture, check_mixture
 
-__all__ = ["gauss_hermite", "gaussian_nodes", "mixture_nodes", "expectation", "attention_by_quadrature",
-           "graded_normal_rule"]
+__all__ = [
+    "gauss_hermite",
+    "gaussian_nodes",
+    "mixture_nodes",
+    "expectation",
+    "attention_by_quadrature",
+    "graded_normal_rule",
+]
 
 
 _CACHE_MAX_NODES = 100_000
@@ -73,7 +79,9 @@ def gauss_hermite(n_points: int, dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
     check_positive(n_points, "n_points", integer=True)
     check_positive(dim, "dim", integer=True)
     if n_points**dim > 5_000_000:
-        raise ValueError(f"n_points**dim = {n_points**dim} nodes is too many; lower n_points or dim")
+        raise ValueError(
+            f"n_points**dim = {n_points**dim} nodes is too many; lower n_points or dim"
+        )
     if n_points**dim > _CACHE_MAX_NODES:  # large rules are not worth keeping in memory
         return tuple(a.copy() for a in _tensor_rule.__wrapped__(int(n_points), int(dim)))
     nodes, weights = _tensor_rule(int(n_points), int(dim))
@@ -86,7 +94,8 @@ def _sqrt_psd(cov: np.ndarray) -> np.ndarray:
 
 
 def gaussian_nodes(mean: Any, cov: Any, n_points: int = 20) -> tuple[np.ndarray, np.ndarray]:
-    r"""Nodes :math:`m + R\xi_i` and weights :math:`w_i` with :math:`\sum_i w_i f(x_i)\approx\mathbb E_{\mathcal N(m,\Gamma)} f`.
+    r"""Nodes :math:`m + R\xi_i` and weights :math:`w_i` with :math:`\sum_i w_i f(x_i)\approx\mathbb
+    E_{\mathcal N(m,\Gamma)} f`.
 
     ``cov`` may be singular (a degenerate Gaussian or a point mass).
     """
@@ -98,7 +107,9 @@ def gaussian_nodes(mean: Any, cov: Any, n_points: int = 20) -> tuple[np.ndarray,
     return mean + xi @ _sqrt_psd(cov).T, w
 
 
-def mixture_nodes(mixture: GaussianMixture, n_points: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mixture_nodes(
+    mixture: GaussianMixture, n_points: int = 20
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Quadrature nodes for a mixture: each component's rule, weighted by :math:`\pi_k`.
 
     Returns
@@ -118,7 +129,9 @@ def mixture_nodes(mixture: GaussianMixture, n_points: int = 20) -> tuple[np.ndar
     return np.concatenate(nodes), weights, labels
 
 
-def expectation(f: Callable[[np.ndarray], Any], mixture: GaussianMixture, n_points: int = 20) -> np.ndarray:
+def expectation(
+    f: Callable[[np.ndarray], Any], mixture: GaussianMixture, n_points: int = 20
+) -> np.ndarray:
     r""":math:`\mathbb E_\mu f(X)` for a mixture :math:`\mu`, by Gauss–Hermite quadrature.
 
     ``f`` maps an (N, d) array of points to an array whose first axis has length N; the
@@ -127,12 +140,17 @@ def expectation(f: Callable[[np.ndarray], Any], mixture: GaussianMixture, n_poin
     nodes, weights, _ = mixture_nodes(mixture, n_points)
     vals = np.asarray(f(nodes), dtype=np.float64)
     if vals.shape[:1] != (nodes.shape[0],):
-        raise ValueError(f"f must return an array whose first axis has length {nodes.shape[0]}, got {vals.shape}")
+        raise ValueError(
+            f"f must return an array whose first axis has length {nodes.shape[0]}, got {vals.shape}"
+        )
     return np.tensordot(weights, vals, axes=(0, 0))
 
 
-def attention_by_quadrature(mixture: GaussianMixture, queries: Any, U: Any, V: Any, n_points: int = 40) -> np.ndarray:
-    r"""Infinite-prompt softmax attention computed from its definition, by quadrature of both integrals.
+def attention_by_quadrature(
+    mixture: GaussianMixture, queries: Any, U: Any, V: Any, n_points: int = 40
+) -> np.ndarray:
+    r"""Infinite-prompt softmax attention computed from its definition, by quadrature of both
+    integrals.
 
     .. math::
 
@@ -158,9 +176,9 @@ def attention_by_quadrature(mixture: GaussianMixture, queries: Any, U: Any, V: A
     -------
     ndarray, shape (n, p)
     """
-    from .limits import _check_inputs
-
-    Q, U, V, _ = _check_inputs(mixture, queries, U, V)
+    mixture = check_mixture(mixture)
+    Q, _ = check_queries(queries, mixture.dim)
+    U, V = check_U(U, mixture.dim), check_V(V, mixture.dim)
     nodes, weights, _ = mixture_nodes(mixture, n_points)
     S = nodes @ (Q @ U.T).T  # (N, n) scores
     W = weights[:, None] * np.exp(S - S.max(axis=0, keepdims=True))
@@ -178,9 +196,16 @@ def _legendre(n_points: int) -> tuple[np.ndarray, np.ndarray]:
 GRADED_Z_MAX = 9.0
 
 
-def graded_normal_rule(points: Any, scales: Any, n_points: int = 8, *, spacing: float = 2.0,
-                       z_max: float = GRADED_Z_MAX) -> tuple[np.ndarray, np.ndarray]:
-    r"""A composite Gauss–Legendre rule for :math:`\int\varphi(z)\,g(z)\,dz`, graded toward nearly singular points.
+def graded_normal_rule(
+    points: Any,
+    scales: Any,
+    n_points: int = 8,
+    *,
+    spacing: float = 2.0,
+    z_max: float = GRADED_Z_MAX,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""A composite Gauss–Legendre rule for :math:`\int\varphi(z)\,g(z)\,dz`, graded toward nearly
+    singular points.
 
     For each row :math:`j` (one integrand :math:`g_j`), the interval :math:`[-z_{\max}, z_{\max}]`
     is cut at a uniform grid of step ``spacing`` and, for every pair (point :math:`c`, scale
@@ -211,8 +236,8 @@ def graded_normal_rule(points: Any, scales: Any, n_points: int = 8, *, spacing: 
     Returns
     -------
     nodes, weights : ndarray, shape (J, N)
-        With :math:`\sum_i w_{ji}\,g_j(z_{ji}) \approx \int\varphi\,g_j`. Rows have the same number of
-        nodes (panels of zero length carry zero weight).
+        With :math:`\sum_i w_{ji}\,g_j(z_{ji}) \approx \int\varphi\,g_j`. Rows have the same number
+        of nodes (panels of zero length carry zero weight).
     """
     check_positive(n_points, "n_points", integer=True)
     check_positive(spacing, "spacing")
@@ -220,7 +245,9 @@ def graded_normal_rule(points: Any, scales: Any, n_points: int = 8, *, spacing: 
     pts = np.atleast_2d(np.asarray(points, dtype=np.float64))
     tau = np.atleast_2d(np.asarray(scales, dtype=np.float64))
     if pts.shape != tau.shape or pts.ndim != 2:
-        raise ValueError(f"points and scales must have the same shape (J, m), got {pts.shape} and {tau.shape}")
+        raise ValueError(
+            f"points and scales must have the same shape (J, m), got {pts.shape} and {tau.shape}"
+        )
     J = pts.shape[0]
     uniform = np.linspace(-z_max, z_max, int(np.ceil(2 * z_max / spacing)) + 1)
     valid = np.isfinite(pts) & np.isfinite(tau) & (tau > 0)
@@ -228,9 +255,14 @@ def graded_normal_rule(points: Any, scales: Any, n_points: int = 8, *, spacing: 
         levels = int(np.clip(np.ceil(np.log2(4 * spacing / np.min(tau[valid]))) + 1, 1, 60))
         steps = 2.0 ** np.arange(levels) / 4
         offsets = np.concatenate([[0.0], steps, -steps])
-        graded = np.where(valid[:, :, None], pts[:, :, None] + np.where(valid, tau, 0.0)[:, :, None] * offsets,
-                          -z_max).reshape(J, -1)
-        cuts = np.concatenate([np.broadcast_to(uniform, (J, uniform.size)), np.clip(graded, -z_max, z_max)], axis=1)
+        graded = np.where(
+            valid[:, :, None],
+            pts[:, :, None] + np.where(valid, tau, 0.0)[:, :, None] * offsets,
+            -z_max,
+        ).reshape(J, -1)
+        cuts = np.concatenate(
+            [np.broadcast_to(uniform, (J, uniform.size)), np.clip(graded, -z_max, z_max)], axis=1
+        )
     else:
         cuts = np.broadcast_to(uniform, (J, uniform.size))
     cuts = np.sort(cuts, axis=1)

@@ -1,18 +1,19 @@
 r"""In-context linear regression with one attention head (Chapter 2).
 
 The data model (Boursier and Boyer's, after Zhang, Frei and Bartlett): a task vector
-:math:`w\sim\mathcal N(0, I_d)`, inputs :math:`x\sim\mathcal N(0,\Sigma)` and labels
-:math:`y = w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0,\xi^2)` (``noise_std``
-:math:`= \xi`, 0 by default: noiseless labels). A prompt holds the tokens
-:math:`z_j = (x_j, y_j)\in\mathbb R^{d+1}`, :math:`j = 1..L`, and the query is :math:`z_q = (x_q, 0)`;
-the prediction is the last coordinate of the head's output.
+:math:`w\sim\mathcal N(0, I_d)`, inputs :math:`x\sim\mathcal N(0,\Sigma)` and labels :math:`y =
+w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0,\xi^2)` (``noise_std`` :math:`= \xi`, 0
+by default: noiseless labels). A prompt holds the tokens :math:`z_j = (x_j, y_j)\in\mathbb R^{d+1}`,
+:math:`j = 1..L`, and the query is :math:`z_q = (x_q, 0)`; the prediction is the last coordinate of
+the head's output.
 
 Given :math:`w`, a token is the centred Gaussian
 
 .. math::
 
     z \sim \mathcal N\Big(0,\; \Gamma_w\Big),\qquad
-    \Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix},
+    \Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w +
+    \xi^2\end{pmatrix},
 
 so (Gaussian tilt lemma) infinite-prompt softmax attention and linear attention coincide.
 With :math:`U = \operatorname{diag}(A, 0)` and :math:`V = b\,e_{d+1}e_{d+1}^\top` both
@@ -32,11 +33,12 @@ On a finite prompt linear attention predicts :math:`\hat y = \frac bL\sum_j y_j 
     + \tfrac{\operatorname{tr}\Sigma + \xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
     - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma + \xi^2,
 
-minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L} I\big)^{-1}`
-(Zhang, Frei and Bartlett's fixed point), with minimum
-:math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L) + \xi^2`.
-The book's labels: Proposition prop-02-regression (the prediction and risk),
-prop-02-optimum, thm-02-flow, prop-02-finite-risk and prop-02-softmax-variance (Chapter 2).
+minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma +
+\xi^2}{L} I\big)^{-1}` (Zhang, Frei and Bartlett's fixed point), with minimum
+:math:`\operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma^*_L) + \xi^2`. The book's labels:
+:prf:ref:`prop-02-regression` (the prediction and risk), :prf:ref:`prop-02-optimum`,
+:prf:ref:`thm-02-flow`, :prf:ref:`prop-02-finite-risk` and :prf:ref:`prop-02-softmax-variance`
+(Chapter 2).
 
 Every function takes the task first (the covariance ``cov`` :math:`= \Sigma`), then the
 parameters (``A, b``, or a head's ``U, V``), then options as keywords (``noise_std``), as
@@ -53,7 +55,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ._validation import as_float_array, check_covariances, check_positive, check_rng
-from ._types import Head, PromptBatch, Trajectory
+from .attention import Head, PromptBatch
+from .records import Trajectory
 from .mixtures import GaussianMixture
 from .quadrature import gauss_hermite
 
@@ -81,7 +84,8 @@ __all__ = [
 
 # ---------------------------------------------------------------------------- validation
 def _check_cov(cov: Any) -> np.ndarray:
-    """``cov`` as a symmetric positive-definite (d, d) matrix, by the one validator :func:`~gmmlib._validation.check_covariances`."""
+    """``cov`` as a symmetric positive-definite (d, d) matrix, by the one validator
+    :func:`~gmmlib._validation.check_covariances`."""
     return check_covariances(as_float_array(cov, "cov", ndim=2), "cov", definite=True)
 
 
@@ -129,12 +133,13 @@ class RegressionBatch(PromptBatch):
     w: np.ndarray = None
 
 
-def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std: float = 0.0) -> RegressionBatch:
+def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any,
+                   noise_std: float = 0.0) -> RegressionBatch:
     r"""Draw ``n_prompts`` prompts of ``length`` tokens :math:`(x_j, y_j)` and one query each.
 
-    The data model of Proposition prop-02-regression (Chapter 2): :math:`w\sim\mathcal N(0, I_d)`
-    per prompt, :math:`x_j, x_q\sim\mathcal N(0,\Sigma)` i.i.d. and
-    :math:`y = w^\top x + \varepsilon`, :math:`\varepsilon\sim\mathcal N(0, \xi^2)` i.i.d.
+    The data model of :prf:ref:`prop-02-regression` (Chapter 2): :math:`w\sim\mathcal N(0, I_d)` per
+    prompt, :math:`x_j, x_q\sim\mathcal N(0,\Sigma)` i.i.d. and :math:`y = w^\top x + \varepsilon`,
+    :math:`\varepsilon\sim\mathcal N(0, \xi^2)` i.i.d.
 
     Parameters
     ----------
@@ -165,9 +170,10 @@ def sample_prompts(cov: Any, *, n_prompts: int, length: int, rng: Any, noise_std
 
 
 def token_covariance(cov: Any, w: Any, *, noise_std: float = 0.0) -> np.ndarray:
-    r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma & w^\top\Sigma w + \xi^2\end{pmatrix}` of :math:`z = (x, y)`.
+    r"""The covariance :math:`\Gamma_w = \begin{pmatrix}\Sigma & \Sigma w\\ w^\top\Sigma &
+    w^\top\Sigma w + \xi^2\end{pmatrix}` of :math:`z = (x, y)`.
 
-    Eq. (eq-02-token-law) of Chapter 2 (with :math:`\xi` = ``noise_std``).
+    Eq. :eq:`eq-02-token-law` of Chapter 2 (with :math:`\xi` = ``noise_std``).
     """
     S = _check_cov(cov)
     xi = _check_noise(noise_std)
@@ -179,13 +185,15 @@ def token_covariance(cov: Any, w: Any, *, noise_std: float = 0.0) -> np.ndarray:
 
 
 def token_law(cov: Any, w: Any, *, noise_std: float = 0.0) -> GaussianMixture:
-    r"""The law :math:`\mathcal N(0,\Gamma_w)` of a token given the task :math:`w`, as a one-component mixture."""
+    r"""The law :math:`\mathcal N(0,\Gamma_w)` of a token given the task :math:`w`, as a
+    one-component mixture."""
     G = token_covariance(cov, w, noise_std=noise_std)
     return GaussianMixture.gaussian(np.zeros(G.shape[0]), G)
 
 
 class RegressionBlocks(NamedTuple):
-    r"""A head on the regression token layout, stored as the blocks :math:`(A, b)` of Proposition prop-02-regression.
+    r"""A head on the regression token layout, stored as the blocks :math:`(A, b)` of
+    :prf:ref:`prop-02-regression`.
 
     Not a :class:`gmmlib.attention.Head` because only :math:`U_{xx} = A` and :math:`V_{yy} = b`
     are free in this parametrisation (Chapter 2): these are the coordinates of the risk, its
@@ -197,11 +205,13 @@ class RegressionBlocks(NamedTuple):
     b: float
 
     def head(self) -> Head:
-        r"""The full head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top` (:func:`embed_parameters`)."""
+        r"""The full head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`
+        (:func:`embed_parameters`)."""
         return embed_parameters(self.A, self.b)
 
     def balance(self) -> float:
-        r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow (Theorem thm-02-flow; the chapter's "imbalance").
+        r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow
+        (:prf:ref:`thm-02-flow`; the chapter's "imbalance").
 
         The same idea and name as :meth:`gmmlib.lda.LDABlocks.balance`.
         """
@@ -209,9 +219,10 @@ class RegressionBlocks(NamedTuple):
 
 
 def embed_parameters(A: Any, b: float) -> Head:
-    r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both (d+1, d+1).
+    r"""The head :math:`U = \operatorname{diag}(A, 0)`, :math:`V = b\,e_{d+1}e_{d+1}^\top`, both
+    (d+1, d+1).
 
-    The parametrisation of Proposition prop-02-regression (Chapter 2). Returns a
+    The parametrisation of :prf:ref:`prop-02-regression` (Chapter 2). Returns a
     :class:`gmmlib.attention.Head`; ``U, V = embed_parameters(A, b)`` unpacks it.
     """
     A = as_float_array(A, "A", ndim=2)
@@ -227,9 +238,11 @@ def embed_parameters(A: Any, b: float) -> Head:
 
 
 def limit_prediction(cov: Any, A: Any, b: float, w: Any, x_query: Any) -> np.ndarray:
-    r"""The infinite-prompt prediction :math:`\hat y = b\,w^\top\Sigma A x_q` (softmax and linear attention agree).
+    r"""The infinite-prompt prediction :math:`\hat y = b\,w^\top\Sigma A x_q` (softmax and linear
+    attention agree).
 
-    Eq. (eq-02-prediction) of Proposition prop-02-regression (Chapter 2); label noise does not enter.
+    Eq. :eq:`eq-02-prediction` of :prf:ref:`prop-02-regression` (Chapter 2); label noise does not
+    enter.
 
     Parameters
     ----------
@@ -259,11 +272,12 @@ def limit_prediction(cov: Any, A: Any, b: float, w: Any, x_query: Any) -> np.nda
 
 # ---------------------------------------------------------------------------- population risk
 def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> float:
-    r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A - I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
+    r"""The infinite-prompt risk :math:`\mathcal R(A,b) = \operatorname{tr}\big((b\Sigma A -
+    I)\Sigma(b\Sigma A - I)^\top\big) + \xi^2`.
 
-    Eq. (eq-02-risk) of Proposition prop-02-regression (Chapter 2); :math:`\xi` = ``noise_std``
-    adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first
-    and the parameters second, as in :func:`gmmlib.lda.population_risk`.
+    Eq. :eq:`eq-02-risk` of :prf:ref:`prop-02-regression` (Chapter 2); :math:`\xi` = ``noise_std``
+    adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first and
+    the parameters second, as in :func:`gmmlib.lda.population_risk`.
     """
     S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
@@ -273,13 +287,14 @@ def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> fl
 
 
 def _risk_grad(S: np.ndarray, A: np.ndarray, b: float) -> RegressionBlocks:
-    """The gradient of eq-02-risk on validated inputs: the one copy (the flow calls it)."""
+    """The gradient of :eq:`eq-02-risk` on validated inputs: the one copy (the flow calls it)."""
     G = 2.0 * S @ (b * S @ A - np.eye(S.shape[0])) @ S
     return RegressionBlocks(b * G, float(np.sum(G * A)))
 
 
-def population_risk_grad(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> tuple[float, RegressionBlocks]:
-    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (Theorem thm-02-flow, Chapter 2).
+def population_risk_grad(cov: Any, A: Any, b: float, *,
+                         noise_std: float = 0.0) -> tuple[float, RegressionBlocks]:
+    r"""The risk :math:`\mathcal R(A, b) = f(bA)` and its gradient (:prf:ref:`thm-02-flow`, Ch. 2).
 
     With :math:`G = \nabla f(M) = 2\Sigma(\Sigma M - I)\Sigma` at :math:`M = bA`:
     :math:`\nabla_A\mathcal R = bG` and :math:`\partial_b\mathcal R = \langle G, A\rangle_F`
@@ -297,9 +312,10 @@ def population_risk_grad(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) 
 
 
 def optimal_parameters(cov: Any) -> RegressionBlocks:
-    r"""The balanced minimiser :math:`A^* = \operatorname{tr}(\Sigma^{-2})^{-1/4}\Sigma^{-1}`, :math:`b^* = \operatorname{tr}(\Sigma^{-2})^{1/4}`.
+    r"""The balanced minimiser :math:`A^* = \operatorname{tr}(\Sigma^{-2})^{-1/4}\Sigma^{-1}`,
+    :math:`b^* = \operatorname{tr}(\Sigma^{-2})^{1/4}`.
 
-    Eq. (eq-02-optimum) of Proposition prop-02-optimum (Chapter 2).
+    Eq. :eq:`eq-02-optimum` of :prf:ref:`prop-02-optimum` (Chapter 2).
 
     :math:`b^*A^* = \Sigma^{-1}`, so :math:`\hat y = w^\top x_q` exactly, and
     :math:`\|A^*\|_F = b^*` (the point the balanced gradient flow reaches).
@@ -308,16 +324,17 @@ def optimal_parameters(cov: Any) -> RegressionBlocks:
     S = _check_cov(cov)
     Sinv = np.linalg.inv(S)
     t = float(np.trace(Sinv @ Sinv))
-    return RegressionBlocks(t ** -0.25 * Sinv, t**0.25)
+    return RegressionBlocks(t**-0.25 * Sinv, t**0.25)
 
 
 # ---------------------------------------------------------------------------- finite prompts
-def optimal_linear_map(cov: Any, length: int | None = None, *, noise_std: float = 0.0) -> np.ndarray:
-    r"""The optimal product :math:`bA` for linear attention on prompts of :math:`L` = ``length`` tokens.
+def optimal_linear_map(cov: Any, length: int | None = None, *,
+                       noise_std: float = 0.0) -> np.ndarray:
+    r"""The optimal product :math:`bA` for linear attention on prompts of ``length`` tokens.
 
-    :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma + \xi^2}{L}I\big)^{-1}`
-    (Proposition prop-02-finite-risk, Chapter 2); :math:`\Gamma_\infty^* = \Sigma^{-1}` for
-    ``length=None``.
+    :math:`\Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorname{tr}\Sigma +
+    \xi^2}{L}I\big)^{-1}` (:prf:ref:`prop-02-finite-risk`, Chapter 2); :math:`\Gamma_\infty^* =
+    \Sigma^{-1}` for ``length=None``.
     """
     S = _check_cov(cov)
     xi = _check_noise(noise_std)
@@ -328,21 +345,25 @@ def optimal_linear_map(cov: Any, length: int | None = None, *, noise_std: float 
     return np.linalg.inv((1.0 + 1.0 / L) * S + (np.trace(S) + xi * xi) / L * np.eye(d))
 
 
-def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *, noise_std: float = 0.0) -> float:
-    r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V = be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
+def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *,
+                              noise_std: float = 0.0) -> float:
+    r"""Risk of linear attention with :math:`U = \operatorname{diag}(A,0)`, :math:`V =
+    be_{d+1}e_{d+1}^\top` on prompts of :math:`L` = ``length`` tokens.
 
-    Eq. (eq-02-finite-risk) of Proposition prop-02-finite-risk (Chapter 2), with label noise
+    Eq. :eq:`eq-02-finite-risk` of :prf:ref:`prop-02-finite-risk` (Chapter 2), with label noise
     :math:`\xi` = ``noise_std``:
 
     .. math::
 
-        \mathcal R_L(A, b) = b^2\Big[\big(1+\tfrac1L\big)\operatorname{tr}(\Sigma A\Sigma A^\top\Sigma)
+        \mathcal R_L(A, b) = b^2\Big[\big(1+\tfrac1L\big)\operatorname{tr}(\Sigma A\Sigma
+        A^\top\Sigma)
         + \tfrac{\operatorname{tr}\Sigma + \xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)\Big]
         - 2b\operatorname{tr}(\Sigma A\Sigma) + \operatorname{tr}\Sigma + \xi^2,
 
-    from :math:`\mathbb E[\hat\Sigma M\hat\Sigma] = (1+\frac1L)\Sigma M\Sigma + \frac1L\operatorname{tr}(M\Sigma)\Sigma`
-    (Isserlis' theorem) with :math:`M = A\Sigma A^\top`; the labels' noise adds
-    :math:`\frac{b^2\xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)` and the query's own :math:`\xi^2`.
+    from :math:`\mathbb E[\hat\Sigma M\hat\Sigma] = (1+\frac1L)\Sigma M\Sigma +
+    \frac1L\operatorname{tr}(M\Sigma)\Sigma` (Isserlis' theorem) with :math:`M = A\Sigma A^\top`;
+    the labels' noise adds :math:`\frac{b^2\xi^2}{L}\operatorname{tr}(A\Sigma A^\top\Sigma)` and the
+    query's own :math:`\xi^2`.
     """
     S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
@@ -356,10 +377,11 @@ def finite_prompt_linear_risk(cov: Any, A: Any, b: float, length: int, *, noise_
 def optimal_finite_prompt_linear_risk(cov: Any, length: int, *, noise_std: float = 0.0) -> float:
     r"""The smallest risk of one linear-attention head on prompts of :math:`L` = ``length`` tokens.
 
-    Eq. (eq-02-finite-optimum) of Proposition prop-02-finite-risk (Chapter 2):
-    :math:`\mathcal R_L^* = \operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma_L^*) + \xi^2
-    = \sum_i \lambda_i\,\frac{\lambda_i + t}{(L+1)\lambda_i + t} + \xi^2`, :math:`t = \operatorname{tr}\Sigma + \xi^2`
-    (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for :math:`\Sigma = I_d`, :math:`\xi = 0`.
+    Eq. :eq:`eq-02-finite-optimum` of :prf:ref:`prop-02-finite-risk` (Chapter 2): :math:`\mathcal
+    R_L^* = \operatorname{tr}\Sigma - \operatorname{tr}(\Sigma^2\Gamma_L^*) + \xi^2 = \sum_i
+    \lambda_i\,\frac{\lambda_i + t}{(L+1)\lambda_i + t} + \xi^2`, :math:`t = \operatorname{tr}\Sigma
+    + \xi^2` (:math:`\lambda_i` the eigenvalues of :math:`\Sigma`); :math:`d(d+1)/(L+d+1)` for
+    :math:`\Sigma = I_d`, :math:`\xi = 0`.
     """
     S = _check_cov(cov)
     xi = _check_noise(noise_std)
@@ -370,17 +392,18 @@ def optimal_finite_prompt_linear_risk(cov: Any, length: int, *, noise_std: float
 def softmax_variance_constant(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> float:
     r"""The prompt-length constant :math:`\bar C = \mathbb E\,c(w, x_q)` of softmax attention.
 
-    Eq. (eq-02-softmax-variance) of Proposition prop-02-softmax-variance (Chapter 2). For one
-    query the finite-prompt error law of Chapter 1 gives, with :math:`a = (Ax_q, 0)` and the
-    token law :math:`\mathcal N(0,\Gamma_w)`,
-    :math:`L\,\mathbb E[(\hat y_L - \hat y_\infty)^2\mid w, x_q] \to c(w, x_q) = e^{\kappa}\,b^2\big(w^\top\Sigma w + \xi^2 + (w^\top\Sigma Ax_q)^2\big)`,
+    Eq. :eq:`eq-02-softmax-variance` of :prf:ref:`prop-02-softmax-variance` (Chapter 2). For one
+    query the finite-prompt error law of Chapter 1 gives, with :math:`a = (Ax_q, 0)` and the token
+    law :math:`\mathcal N(0,\Gamma_w)`, :math:`L\,\mathbb E[(\hat y_L - \hat y_\infty)^2\mid w, x_q]
+    \to c(w, x_q) = e^{\kappa}\,b^2\big(w^\top\Sigma w + \xi^2 + (w^\top\Sigma Ax_q)^2\big)`,
     :math:`\kappa = x_q^\top A_\Sigma x_q`. Averaging over :math:`w\sim\mathcal N(0, I)` and
     :math:`x_q\sim\mathcal N(0,\Sigma)` (Gaussian integrals, :math:`A_\Sigma = A^\top\Sigma A`,
     :math:`A_{\Sigma^2} = A^\top\Sigma^2A`):
 
     .. math::
 
-        \bar C(A, b) = \frac{b^2}{\sqrt{\det(I - 2\Sigma A_\Sigma)}}\Big(\operatorname{tr}\Sigma + \xi^2
+        \bar C(A, b) = \frac{b^2}{\sqrt{\det(I - 2\Sigma A_\Sigma)}}\Big(\operatorname{tr}\Sigma +
+        \xi^2
         + \operatorname{tr}\big(A_{\Sigma^2}\,(\Sigma^{-1} - 2A_\Sigma)^{-1}\big)\Big),
 
     finite iff :math:`\Sigma^{-1} - 2A_\Sigma` is positive definite (``inf`` otherwise: the
@@ -405,9 +428,10 @@ def softmax_variance_constant(cov: Any, A: Any, b: float, *, noise_std: float = 
 
 
 def softmax_family_constant(cov: Any, c2: Any, *, noise_std: float = 0.0) -> np.ndarray | float:
-    r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
+    r"""The constant :math:`\bar C` of :func:`softmax_variance_constant` on the exact family
+    :math:`A = c\,\Sigma^{-1}`, :math:`b = 1/c`.
 
-    Proposition prop-02-softmax-variance (Chapter 2). There :math:`\Sigma A_\Sigma = c^2 I`,
+    :prf:ref:`prop-02-softmax-variance` (Chapter 2). There :math:`\Sigma A_\Sigma = c^2 I`,
     :math:`A_{\Sigma^2} = c^2 I` and :math:`(\Sigma^{-1} - 2A_\Sigma)^{-1} = \Sigma/(1 - 2c^2)`, so
 
     .. math::
@@ -415,7 +439,8 @@ def softmax_family_constant(cov: Any, c2: Any, *, noise_std: float = 0.0) -> np.
         \bar C(c) = \frac{(\operatorname{tr}\Sigma + \xi^2)(1 - 2c^2) + c^2\operatorname{tr}\Sigma}
         {c^2\,(1 - 2c^2)^{1 + d/2}},\qquad 0 < c^2 < \tfrac12,
 
-    which is :math:`\operatorname{tr}\Sigma\,(1 - c^2)/(c^2(1 - 2c^2)^{1 + d/2})` for noiseless labels.
+    which is :math:`\operatorname{tr}\Sigma\,(1 - c^2)/(c^2(1 - 2c^2)^{1 + d/2})` for noiseless
+    labels.
 
     Parameters
     ----------
@@ -452,10 +477,9 @@ def head_map(U: Any, V: Any) -> np.ndarray:
 
     With :math:`U_{xx} = U_{[:d,:d]}`, the label row :math:`u_{yx} = U_{[d,:d]}` and the readout
     :math:`(v_x, v_y) = V_{[-1,:]}`, the infinite-prompt prediction of a full head is
-    :math:`w^\top\Sigma P x_q` plus a part even in :math:`w`, with
-    :math:`P = v_y U_{xx} + v_x u_{yx}^\top` (Chapter 2, the proof of
-    Proposition prop-02-finite-risk). For the block head of Proposition prop-02-regression,
-    :math:`P = bA`.
+    :math:`w^\top\Sigma P x_q` plus a part even in :math:`w`, with :math:`P = v_y U_{xx} + v_x
+    u_{yx}^\top` (Chapter 2, the proof of :prf:ref:`prop-02-finite-risk`). For the block head of
+    :prf:ref:`prop-02-regression`, :math:`P = bA`.
 
     Returns
     -------
@@ -465,19 +489,21 @@ def head_map(U: Any, V: Any) -> np.ndarray:
     V = as_float_array(V, "V", ndim=2)
     d = U.shape[0] - 1
     if U.shape != (d + 1, d + 1) or V.shape[1] != d + 1 or d < 1:
-        raise ValueError(f"U must be (d+1, d+1) and V (p, d+1) with d >= 1, got {U.shape} and {V.shape}")
+        raise ValueError(f"U must be (d+1, d+1) and V (p, d+1) with d >= 1, "
+                         f"got {U.shape} and {V.shape}")
     v = V[-1]
     return v[d] * U[:d, :d] + np.outer(v[:d], U[d, :d])
 
 
-def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_points: int | None = None) -> float:
+def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0,
+                    n_points: int | None = None) -> float:
     r"""Infinite-prompt risk of a full head :math:`(U, V)` (softmax or linear: they agree here).
 
     The prediction is the last coordinate of :math:`V\Gamma_w U z_q`, :math:`z_q = (x_q, 0)`
-    (Lemma lem-02-tilt on the centred token law (eq-02-token-law), Chapter 2), a polynomial of
-    degree 2 in :math:`w` and 1 in :math:`x_q`; the squared error has degree 4 in :math:`w` and 2
-    in :math:`x_q`, so tensor Gauss–Hermite quadrature with 3 nodes per direction of :math:`w` and
-    2 per direction of :math:`x_q` computes :math:`\mathbb E(\hat y - y_q)^2` exactly (up to
+    (:prf:ref:`lem-02-tilt` on the centred token law :eq:`eq-02-token-law`, Chapter 2), a polynomial
+    of degree 2 in :math:`w` and 1 in :math:`x_q`; the squared error has degree 4 in :math:`w` and 2
+    in :math:`x_q`, so tensor Gauss–Hermite quadrature with 3 nodes per direction of :math:`w` and 2
+    per direction of :math:`x_q` computes :math:`\mathbb E(\hat y - y_q)^2` exactly (up to
     round-off); the query label's own noise adds :math:`\xi^2`.
 
     Parameters
@@ -514,7 +540,8 @@ def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_point
     weights = np.repeat(ww, len(nx)) * np.tile(wx, len(nw))
     v = V[-1]
     SW = W @ S  # rows (Σw)ᵀ
-    # Γ_w U z_q, z_q = (x_q, 0): first block Σ(U_xx x_q) + Σw(u_yx x_q), last wᵀΣ(...) + (wᵀΣw + ξ²)(...).
+    # Γ_w U z_q, z_q = (x_q, 0): first block Σ(U_xx x_q) + Σw(u_yx x_q), last wᵀΣ(...) + (wᵀΣw +
+    # ξ²)(...).
     ux = X @ U[:d, :d].T  # (n, d)
     uy = X @ U[d, :d]  # (n,)
     top = ux @ S + SW * uy[:, None]
@@ -527,12 +554,13 @@ def head_limit_risk(cov: Any, U: Any, V: Any, *, noise_std: float = 0.0, n_point
 # ---------------------------------------------------------------------------- gradient flow
 def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
                   atol: float = 1e-15) -> Trajectory:
-    r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from :math:`\theta_0 = (A_0, b_0)`.
+    r"""Solve :math:`\dot A = -\nabla_A\mathcal R`, :math:`\dot b = -\partial_b\mathcal R` from
+    :math:`\theta_0 = (A_0, b_0)`.
 
-    The gradient flow of Theorem thm-02-flow (Chapter 2); label noise only adds a constant
-    :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853
-    (explicit Runge–Kutta of order 8) at the given tolerances. Same order of arguments and
-    same return type as :func:`gmmlib.lda_dynamics.gradient_flow`.
+    The gradient flow of :prf:ref:`thm-02-flow` (Chapter 2); label noise only adds a constant
+    :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853 (explicit
+    Runge–Kutta of order 8) at the given tolerances. Same order of arguments and same return type as
+    :func:`gmmlib.lda_dynamics.gradient_flow`.
 
     Parameters
     ----------
@@ -563,8 +591,8 @@ def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
         g = _risk_grad(S, y[:-1].reshape(d, d), y[-1])
         return -np.concatenate([g.A.ravel(), [g.b]])
 
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([A0.ravel(), [b0]]), method="DOP853",
-                    t_eval=t_eval, rtol=rtol, atol=atol)
+    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([A0.ravel(), [b0]]),
+                    method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
     if not sol.success:  # pragma: no cover - DOP853 on a smooth polynomial field
         raise RuntimeError(f"gradient flow integration failed: {sol.message}")
     thetas = [RegressionBlocks(y[:-1].reshape(d, d), float(y[-1])) for y in sol.y.T]

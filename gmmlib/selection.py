@@ -14,11 +14,11 @@ the readout with are in :mod:`gmmlib.classification`.
     r_k(z) = \frac{\pi_k\int a(z,\cdot)\,d\mu_k}{\sum_j\pi_j\int a(z,\cdot)\,d\mu_j},
 
 is a query-dependent convex combination of the per-component attentions
-(Proposition prop-03-alignment of Chapter 3, which is Proposition A.1 of Gabet, Boursier
-and Boyer 2026; :func:`alignment_attention_limit`). Softmax attention is
-:math:`\ell(z,z') = z'^\top Uz`; with a shared covariance its limit is
-:math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k` (:func:`gmmlib.limits.shared_covariance_limit`).
-Linear attention mixes with the fixed :math:`\pi_k` (:func:`gmmlib.limits.component_linear_limits`).
+(:prf:ref:`prop-03-alignment` of Chapter 3, which is Proposition A.1 of Gabet, Boursier and Boyer
+2026; :func:`alignment_attention_limit`). Softmax attention is :math:`\ell(z,z') = z'^\top Uz`; with
+a shared covariance its limit is :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k`
+(:func:`gmmlib.limits.shared_covariance_limit`). Linear attention mixes with the fixed :math:`\pi_k`
+(:func:`gmmlib.limits.component_linear_limits`).
 
 **Classification tasks** (Chapter 7). A class-conditional mixture
 :math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`, :math:`P(k) = \pi_k`, and a label vector
@@ -35,9 +35,16 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import logsumexp, ndtr, softmax
 
-from ._validation import as_float_array, check_covariances, check_positive, check_queries, check_rng, check_V
+from ._validation import (
+    as_float_array,
+    check_covariances,
+    check_positive,
+    check_queries,
+    check_rng,
+    check_V,
+)
 from .attention import Head, PromptBatch
 from .mixtures import GaussianMixture, check_mixture
 from .quadrature import gauss_hermite
@@ -52,7 +59,11 @@ __all__ = [
     "alignment_attention_limit",
     "token_mixture",
     "onehot_task",
+    "XOR_OFFSET",
+    "XOR_GAMMA",
     "xor_task",
+    "xor_posterior_mean",
+    "xor_bayes_accuracy",
     "readout_construction",
     "sample_prompts",
     "decide",
@@ -67,8 +78,8 @@ LogAlignment = Callable[[np.ndarray, np.ndarray], np.ndarray]
 def softmax_log_alignment(U: Any) -> LogAlignment:
     r"""The softmax alignment :math:`\ell(z, z') = z'^\top U z` (``U`` of shape (d, d)).
 
-    With it, Proposition prop-03-alignment (Chapter 3) reduces to Theorem
-    thm-03-gated-experts: the responsibilities are the gates :math:`\alpha_k(z)`.
+    With it, :prf:ref:`prop-03-alignment` (Chapter 3) reduces to :prf:ref:`thm-03-gated-experts`:
+    the responsibilities are the gates :math:`\alpha_k(z)`.
     """
     U = as_float_array(U, "U", ndim=2)
     if U.shape[0] != U.shape[1]:
@@ -81,13 +92,14 @@ def softmax_log_alignment(U: Any) -> LogAlignment:
 
 
 def gaussian_kernel_log_alignment(noise_std: float) -> LogAlignment:
-    r"""The Gaussian-kernel alignment :math:`\ell(z, z') = -\|z - z'\|^2/(2\xi^2)` (``noise_std`` = :math:`\xi > 0`).
+    r"""The Gaussian-kernel alignment :math:`\ell(z, z') = -\|z - z'\|^2/(2\xi^2)` (``noise_std`` =
+    :math:`\xi > 0`).
 
-    Attention with this alignment is the Nadaraya–Watson kernel smoother of bandwidth
-    :math:`\xi`. Since :math:`e^{\ell(z,z')}\propto\mathcal N(z; z', \xi^2 I)`, its limit on a prompt
-    law :math:`\mu` is :math:`\mathbb E[X\mid X + \xi\varepsilon = z]`, the Bayes denoiser at noise
-    standard deviation :math:`\xi` (Chapter 3, after Proposition prop-03-alignment; Chapter 8):
-    the kernel's bandwidth *is* the noise level :math:`\xi` of the denoising chapters.
+    Attention with this alignment is the Nadaraya–Watson kernel smoother of bandwidth :math:`\xi`.
+    Since :math:`e^{\ell(z,z')}\propto\mathcal N(z; z', \xi^2 I)`, its limit on a prompt law
+    :math:`\mu` is :math:`\mathbb E[X\mid X + \xi\varepsilon = z]`, the Bayes denoiser at noise
+    standard deviation :math:`\xi` (Chapter 3, after :prf:ref:`prop-03-alignment`; Chapter 8): the
+    kernel's bandwidth *is* the noise level :math:`\xi` of the denoising chapters.
     """
     check_positive(noise_std, "noise_std")
     xi2 = float(noise_std) ** 2
@@ -101,21 +113,29 @@ def gaussian_kernel_log_alignment(noise_std: float) -> LogAlignment:
 
 def _check_alignment(log_alignment: Any) -> LogAlignment:
     if not callable(log_alignment):
-        raise TypeError(f"log_alignment must be callable (queries, keys) -> (n, N), got {type(log_alignment).__name__}")
+        raise TypeError(
+            "log_alignment must be callable (queries, keys) -> (n, N), "
+            f"got {type(log_alignment).__name__}"
+        )
     return log_alignment
 
 
 def _eval_alignment(log_alignment: LogAlignment, Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     out = np.asarray(log_alignment(Q, K), dtype=np.float64)
     if out.shape != (Q.shape[0], K.shape[0]):
-        raise ValueError(f"log_alignment must return shape (n, N) = {(Q.shape[0], K.shape[0])}, got {out.shape}")
+        raise ValueError(
+            f"log_alignment must return shape (n, N) = {(Q.shape[0], K.shape[0])}, got {out.shape}"
+        )
     if np.any(np.isnan(out)) or np.any(out == np.inf):
         raise ValueError("log_alignment returned NaN or +inf")
     return out
 
 
-def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, V: Any) -> np.ndarray:
-    r"""Finite-prompt attention with a positive alignment :math:`a = e^{\ell}`: eq. (eq-03-alignment-attention) on :math:`\hat\mu_L`.
+def alignment_attention(
+    tokens: Any, queries: Any, log_alignment: LogAlignment, V: Any
+) -> np.ndarray:
+    r"""Finite-prompt attention with a positive alignment :math:`a = e^{\ell}`: eq.
+    :eq:`eq-03-alignment-attention` on :math:`\hat\mu_L`.
 
     .. math::
 
@@ -148,7 +168,8 @@ def alignment_attention(tokens: Any, queries: Any, log_alignment: LogAlignment, 
 
 
 class AlignmentDecomposition(NamedTuple):
-    r"""The mixture decomposition :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)` (eq. eq-03-alignment-decomposition).
+    r"""The mixture decomposition :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)` (eq.
+    :eq:`eq-03-alignment-decomposition`).
 
     Fields: ``output`` (n, p), the attention :math:`T_a[\mu](z)`; ``responsibilities`` (n, K),
     the query-dependent weights :math:`r_k(z)\propto\pi_k\int a(z,\cdot)\,d\mu_k`; and
@@ -161,18 +182,25 @@ class AlignmentDecomposition(NamedTuple):
 
 
 def alignment_attention_limit(
-    mixture: GaussianMixture, queries: Any, log_alignment: LogAlignment, V: Any, *, n_points: int = 40
+    mixture: GaussianMixture,
+    queries: Any,
+    log_alignment: LogAlignment,
+    V: Any,
+    *,
+    n_points: int = 40,
 ) -> AlignmentDecomposition:
-    r"""Infinite-prompt attention with alignment :math:`a = e^{\ell}`, decomposed over the components.
+    r"""Infinite-prompt attention with alignment :math:`a = e^{\ell}`, decomposed over the
+    components.
 
-    Implements Proposition prop-03-alignment (Chapter 3), eq. (eq-03-alignment-decomposition),
+    Implements :prf:ref:`prop-03-alignment` (Chapter 3), eq. :eq:`eq-03-alignment-decomposition`,
     for Gaussian components. For each :math:`\mu_k = \mathcal N(m_k, \Gamma_k)`, Gauss–Hermite
     quadrature (``n_points`` per direction, nodes :math:`x_{k,i}`, weights :math:`w_i`) gives
 
     .. math::
 
         \log A_k(z) = \log\sum_i w_i e^{\ell(z, x_{k,i})} \approx \log\int a(z,\cdot)\,d\mu_k,\qquad
-        T_a[\mu_k](z) = V\frac{\sum_i w_i e^{\ell(z,x_{k,i})}x_{k,i}}{\sum_i w_i e^{\ell(z,x_{k,i})}},
+        T_a[\mu_k](z) = V\frac{\sum_i w_i e^{\ell(z,x_{k,i})}x_{k,i}}{\sum_i w_i
+        e^{\ell(z,x_{k,i})}},
 
     then :math:`r_k(z) = \operatorname{softmax}_k(\log\pi_k + \log A_k(z))` and
     :math:`T_a[\mu](z) = \sum_k r_k(z)\,T_a[\mu_k](z)`. The rule is accurate when
@@ -208,7 +236,7 @@ def alignment_attention_limit(
 
 # --------------------------------------------------------------------------- tasks
 def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMixture:
-    r"""The law of the tokens :math:`(x, y_k)`: eq. (eq-07-token-mixture) of Chapter 7.
+    r"""The law of the tokens :math:`(x, y_k)`: eq. :eq:`eq-07-token-mixture` of Chapter 7.
 
     Components :math:`\mathcal N\big((m_k, y_k), \operatorname{diag}(\Gamma_k, 0)\big)`.
 
@@ -228,7 +256,9 @@ def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMix
     C = as_float_array(label_vectors, "label_vectors", ndim=2)
     K, d = x_mixture.n_components, x_mixture.dim
     if C.shape[0] != K:
-        raise ValueError(f"label_vectors must have shape ({K}, q), one row per component, got {C.shape}")
+        raise ValueError(
+            f"label_vectors must have shape ({K}, q), one row per component, got {C.shape}"
+        )
     q = C.shape[1]
     covs = np.zeros((K, d + q, d + q))
     covs[:, :d, :d] = x_mixture.covs
@@ -236,7 +266,8 @@ def token_mixture(x_mixture: GaussianMixture, label_vectors: Any) -> GaussianMix
 
 
 def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np.ndarray]:
-    r"""The multi-class task of Chapter 7: :math:`x\mid k\sim\mathcal N(m_k,\Gamma)`, :math:`P(k) = \pi_k`, labels :math:`y_k = e_k`.
+    r"""The multi-class task of Chapter 7: :math:`x\mid k\sim\mathcal N(m_k,\Gamma)`, :math:`P(k) =
+    \pi_k`, labels :math:`y_k = e_k`.
 
     Returns
     -------
@@ -253,8 +284,15 @@ def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np
     return gm, np.eye(K)
 
 
-def xor_task(offset: float = 2.0, gamma: float = 0.5**0.5) -> tuple[GaussianMixture, np.ndarray]:
-    r"""XOR (Chapter 7): four equally likely components :math:`\mathcal N((\pm\nu, \pm\nu), \gamma^2 I)`, label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
+#: XOR's default offset :math:`\nu` and component standard deviation :math:`\gamma` (Chapter 7).
+XOR_OFFSET, XOR_GAMMA = 2.0, 0.5**0.5
+
+
+def xor_task(
+    offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA
+) -> tuple[GaussianMixture, np.ndarray]:
+    r"""XOR (Chapter 7): four equally likely components :math:`\mathcal N((\pm\nu, \pm\nu), \gamma^2
+    I)`, label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
 
     ``offset`` is :math:`\nu` and ``gamma`` the components' standard deviation :math:`\gamma`
     (default :math:`\gamma^2 = 1/2`). Components are ordered :math:`(\nu,\nu), (-\nu,\nu),
@@ -273,8 +311,46 @@ def xor_task(offset: float = 2.0, gamma: float = 0.5**0.5) -> tuple[GaussianMixt
     return gm, np.array([[1.0], [-1.0], [1.0], [-1.0]])
 
 
+def xor_posterior_mean(X: Any, offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> np.ndarray:
+    r"""The Bayes score of XOR, eq. :eq:`eq-07-xor-bayes` of Chapter 7: :math:`\mathbb E[Y\mid x] =
+    \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
+
+    (The coordinates are independent given the component, and :math:`P(m_{k,i} = \nu\mid x_i) =
+    \sigma(2\nu x_i/\gamma^2)`, so :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu
+    x_i/\gamma^2)`; :prf:ref:`prop-07-xor-bayes`.)
+
+    Parameters
+    ----------
+    X : array_like, shape (n, 2)
+    offset, gamma : float
+        :math:`\nu` and :math:`\gamma` of :func:`xor_task`.
+    """
+    check_positive(offset, "offset")
+    check_positive(gamma, "gamma")
+    X = as_float_array(X, "X", ndim=2)
+    if X.shape[1] != 2:
+        raise ValueError(f"X must have shape (n, 2), got {X.shape}")
+    c = float(offset) / float(gamma) ** 2
+    return np.tanh(c * X[:, 0]) * np.tanh(c * X[:, 1])
+
+
+def xor_bayes_accuracy(offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> float:
+    r"""The Bayes accuracy of XOR, eq. :eq:`eq-07-xor-bayes`: :math:`\Phi(\nu/\gamma)^2 +
+    \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
+
+    The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates fall on
+    the side of their component's mean, or both on the wrong side (:prf:ref:`prop-07-xor-bayes`,
+    Chapter 7).
+    """
+    check_positive(offset, "offset")
+    check_positive(gamma, "gamma")
+    t = float(offset) / float(gamma)
+    return float(ndtr(t) ** 2 + ndtr(-t) ** 2)
+
+
 def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
-    r"""The label-readout head of Theorem thm-07-label-readout (Chapter 7), eq. (eq-07-construction).
+    r"""The label-readout head of :prf:ref:`thm-07-label-readout` (Chapter 7), eq.
+    :eq:`eq-07-construction`.
 
     :math:`U = \operatorname{diag}(\omega\,\Gamma^{-1}, 0)`, :math:`V = [0\;|\;I_q]`; with
     :math:`\omega = 1` the readout is the Bayes posterior mean of the label when the means have
@@ -287,7 +363,7 @@ def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
     label_dim : int
         :math:`q`, the size of the label block.
     omega : float
-        The scale :math:`\omega > 0` of :math:`U` (exercise ex-07-scale).
+        The scale :math:`\omega > 0` of :math:`U` (:ref:`ex-07-scale`).
 
     Returns
     -------
@@ -309,7 +385,8 @@ def readout_construction(cov: Any, label_dim: int, omega: float = 1.0) -> Head:
 
 @dataclass(frozen=True)
 class LabelledPromptBatch(PromptBatch):
-    r"""Labelled classification prompts (Chapter 7): a :class:`~gmmlib.attention.PromptBatch` with the queries' components.
+    r"""Labelled classification prompts (Chapter 7): a :class:`~gmmlib.attention.PromptBatch` with
+    the queries' components.
 
     Attributes
     ----------
@@ -327,15 +404,22 @@ class LabelledPromptBatch(PromptBatch):
 
 
 def sample_prompts(
-    x_mixture: GaussianMixture, label_vectors: Any, *, n_prompts: int, length: int, n_queries: int, rng: Any,
+    x_mixture: GaussianMixture,
+    label_vectors: Any,
+    *,
+    n_prompts: int,
+    length: int,
+    n_queries: int,
+    rng: Any,
     as_torch: bool = False,
 ) -> LabelledPromptBatch:
-    r"""Draw ``n_prompts`` prompts of ``length`` labelled tokens and ``n_queries`` fresh queries each.
+    r"""Draw ``n_prompts`` prompts of ``length`` labelled tokens and ``n_queries`` fresh queries
+    each.
 
-    Tokens are :math:`(x_j, y_{k_j})` with :math:`k_j\sim\pi` and
-    :math:`x_j\sim\mathcal N(m_{k_j},\Gamma_{k_j})` i.i.d., i.e. draws from
-    :func:`token_mixture` (eq. eq-07-token-mixture, Chapter 7); queries are :math:`(x, 0)` with
-    :math:`x` drawn from the same mixture, independently of the prompt.
+    Tokens are :math:`(x_j, y_{k_j})` with :math:`k_j\sim\pi` and :math:`x_j\sim\mathcal
+    N(m_{k_j},\Gamma_{k_j})` i.i.d., i.e. draws from :func:`token_mixture` (eq.
+    :eq:`eq-07-token-mixture`, Chapter 7); queries are :math:`(x, 0)` with :math:`x` drawn from the
+    same mixture, independently of the prompt.
 
     Parameters
     ----------
@@ -367,7 +451,9 @@ def sample_prompts(
     if as_torch:
         import torch  # only the training side needs it
 
-        tokens, queries, targets = (torch.from_numpy(np.ascontiguousarray(a)) for a in (tokens, queries, targets))
+        tokens, queries, targets = (
+            torch.from_numpy(np.ascontiguousarray(a)) for a in (tokens, queries, targets)
+        )
     return LabelledPromptBatch(tokens, queries, targets, kq)
 
 
@@ -376,14 +462,15 @@ TIE = -1
 
 
 def decide(readout: Any) -> np.ndarray:
-    r"""The decision read off a label readout (Chapter 7): :math:`\operatorname{sign}` for a scalar label, :math:`\arg\max_k` otherwise.
+    r"""The decision read off a label readout (Chapter 7): :math:`\operatorname{sign}` for a scalar
+    label, :math:`\arg\max_k` otherwise.
 
-    **Ties count as errors.** A scalar readout of exactly 0 gives the decision 0, which is no
-    label; a vector readout whose largest entry is attained more than once gives
-    :data:`TIE` (``-1``), which is no class. So a head whose readout is constant across the
-    classes (``W = 0``, or equal rows) decides nothing and scores 0, in agreement with
-    :func:`gmmlib.classification.linear_rule_accuracy` and Proposition prop-07-linear-ceiling, instead of
-    answering class 0 everywhere.
+    **Ties count as errors.** A scalar readout of exactly 0 gives the decision 0, which is no label;
+    a vector readout whose largest entry is attained more than once gives :data:`TIE` (``-1``),
+    which is no class. So a head whose readout is constant across the classes (``W = 0``, or equal
+    rows) decides nothing and scores 0, in agreement with
+    :func:`gmmlib.classification.linear_rule_accuracy` and :prf:ref:`prop-07-linear-ceiling`,
+    instead of answering class 0 everywhere.
 
     Parameters
     ----------
@@ -396,7 +483,11 @@ def decide(readout: Any) -> np.ndarray:
         :math:`\operatorname{sign}(\text{readout})\in\{-1, 0, 1\}` when :math:`q = 1`, else the
         index of the largest entry, or :data:`TIE` where it is not unique.
     """
-    R = readout.detach().cpu().numpy() if hasattr(readout, "detach") else np.asarray(readout, dtype=float)
+    R = (
+        readout.detach().cpu().numpy()
+        if hasattr(readout, "detach")
+        else np.asarray(readout, dtype=float)
+    )
     if R.ndim < 1 or R.shape[-1] < 1:
         raise ValueError(f"readout must have a last axis of size q >= 1, got shape {R.shape}")
     if R.shape[-1] == 1:

@@ -1,16 +1,16 @@
 r"""The one training loop of the book: torch autograd on sampled batches.
 
-:func:`train` runs a seeded optimisation of a torch model on freshly sampled batches
-(online learning: each step draws new prompts), shows a tqdm progress bar, and returns
-a :class:`History`. Batches come from a numpy ``Generator`` seeded by ``seed``, so two
-runs with the same seed print the same numbers; no global random state is touched.
+:func:`train` runs a seeded optimisation of a torch model on freshly sampled batches (online
+learning: each step draws new prompts), shows a tqdm progress bar, and returns a
+:class:`gmmlib.records.History`. Batches come from the numpy ``Generator`` ``rng`` (or one seeded by
+an int ``rng``), so two runs with the same seed print the same numbers; no global random state is
+touched.
 
-The sampler follows gmmlib's one convention, count first and generator second:
-``sample(batch_size, rng)``, as :meth:`gmmlib.mixtures.GaussianMixture.sample`. The two
-other descents in gmmlib are not training loops: :func:`gmmlib.lda_dynamics.population_gradient_descent`
-is deterministic descent on a quadrature risk (no batches), and
-:func:`gmmlib.lda_dynamics.sgd_chains` is this loop's SGD written out in numpy for many
-chains at once (``tests/test_lda.py`` compares them step by step).
+The sampler follows gmmlib's one convention, count first and generator last: ``sample(batch_size,
+rng)``, as :meth:`gmmlib.mixtures.GaussianMixture.sample`. The two other descents in gmmlib are not
+training loops: :func:`gmmlib.lda_dynamics.population_gradient_descent` is deterministic descent on
+a quadrature risk (no batches), and :func:`gmmlib.lda_dynamics.sgd_chains` is this loop's SGD
+written out in numpy for many chains at once (``tests/test_lda.py`` compares them step by step).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from tqdm import tqdm  # text bar on stderr: hidden in the HTML (nb_output_stderr: remove), readable in Colab
+# text bar on stderr: hidden in the HTML (nb_output_stderr: remove), readable in Colab
+from tqdm import tqdm
 
-from ._types import History
+from ._validation import check_rng
+from .records import History
 
-__all__ = ["History", "train"]
+__all__ = ["train"]
 
 
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
@@ -33,11 +35,13 @@ _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
 @torch.no_grad()
 def _adam_step(params: list[torch.Tensor], moments: list[tuple[torch.Tensor, torch.Tensor]],
                lr: float, t: int) -> None:
-    r"""One Adam step (Kingma & Ba, 2015) with torch's defaults, as ``torch.optim.Adam`` computes it on CPU.
+    r"""One Adam step (Kingma & Ba, 2015) with torch's defaults, as ``torch.optim.Adam`` computes it
+    on CPU.
 
     .. math::
 
-        m \leftarrow \beta_1 m + (1 - \beta_1)g,\quad v \leftarrow \beta_2 v + (1 - \beta_2)g^2,\quad
+        m \leftarrow \beta_1 m + (1 - \beta_1)g,\quad v \leftarrow \beta_2 v + (1 -
+        \beta_2)g^2,\quad
         \theta \leftarrow \theta - \frac{\text{lr}}{1 - \beta_1^t}\,
         \frac{m}{\sqrt{v}/\sqrt{1 - \beta_2^t} + \epsilon}.
 
@@ -58,7 +62,8 @@ def _adam_step(params: list[torch.Tensor], moments: list[tuple[torch.Tensor, tor
 
 @torch.no_grad()
 def _sgd_step(params: list[torch.Tensor], lr: float) -> None:
-    r"""One plain gradient step :math:`\theta \leftarrow \theta - \text{lr}\,g` (``torch.optim.SGD``'s defaults)."""
+    r"""One plain gradient step :math:`\theta \leftarrow \theta - \text{lr}\,g`
+    (``torch.optim.SGD``'s defaults)."""
     for p in params:
         if p.grad is not None:
             p.add_(p.grad, alpha=-lr)
@@ -72,7 +77,7 @@ def train(
     batch_size: int,
     steps: int,
     lr: float,
-    seed: int,
+    rng: Any,
     optimizer: str = "adam",
     clip_norm: float | None = None,
     log_every: int = 10,
@@ -100,8 +105,8 @@ def train(
         Number of optimisation steps.
     lr : float
         Learning rate.
-    seed : int
-        Seed of the batch generator.
+    rng : numpy.random.Generator or int
+        The generator of the batches, or an int seed for one.
     optimizer : {"adam", "sgd"}
     clip_norm : float, optional
         Clip the gradient norm at this value.
@@ -116,7 +121,7 @@ def train(
 
     Returns
     -------
-    History
+    gmmlib.records.History
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -124,7 +129,8 @@ def train(
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive number, got {lr!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+            or batch_size < 1):
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     if isinstance(log_every, bool) or not isinstance(log_every, (int, np.integer)) or log_every < 1:
         raise ValueError(f"log_every must be a positive integer, got {log_every!r}")
@@ -134,14 +140,16 @@ def train(
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
-    rng = np.random.default_rng(seed)
+    rng = check_rng(rng)
     history = History()
     bar = tqdm(range(int(steps)), desc=desc, disable=not progress, mininterval=1.0, leave=False)
     for step in bar:
         batch = sample(int(batch_size), rng)
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"the loss became {loss.item()} at step {step}; lower lr or clip gradients")
+            raise FloatingPointError(
+                f"the loss became {loss.item()} at step {step}; lower lr or clip gradients"
+            )
         for p in params:
             p.grad = None
         loss.backward()

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import gmmlib
 from gmmlib import linear_attention, softmax_attention
-from gmmlib.attention import AttentionHead, Head, PromptBatch, attention_weights
+from gmmlib.attention import Head, PromptBatch, attention_weights
+from gmmlib.attention_torch import AttentionHead
 
 from .conftest import seeds
 
@@ -37,14 +38,18 @@ def test_matches_naive_loop(rng):
     out = softmax_attention(Z, Q, U, V)
     ref = np.stack([naive_softmax(Z, q, U, V) for q in Q])
     np.testing.assert_allclose(out, ref, rtol=1e-12)
-    np.testing.assert_allclose(linear_attention(Z, Q, U, V), np.stack([naive_linear(Z, q, U, V) for q in Q]), rtol=1e-12)
+    np.testing.assert_allclose(
+        linear_attention(Z, Q, U, V), np.stack([naive_linear(Z, q, U, V) for q in Q]), rtol=1e-12
+    )
     assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (n, p)
 
 
 def test_streaming_equals_one_pass(rng):
     Z, Q = rng.normal(size=(1000, 3)), rng.normal(size=(4, 3))
     U, V = 3.0 * rng.normal(size=(3, 3)), rng.normal(size=(2, 3))
-    np.testing.assert_allclose(softmax_attention(Z, Q, U, V, chunk_size=7), softmax_attention(Z, Q, U, V), rtol=1e-12)
+    np.testing.assert_allclose(
+        softmax_attention(Z, Q, U, V, chunk_size=7), softmax_attention(Z, Q, U, V), rtol=1e-12
+    )
 
 
 def test_batched(rng):
@@ -65,8 +70,18 @@ def test_permuting_tokens_changes_nothing(seed, L, d):
     rng = np.random.default_rng(seed)
     Z, Q, U = rng.normal(size=(L, d)), rng.normal(size=(3, d)), rng.normal(size=(d, d))
     perm = rng.permutation(L)
-    np.testing.assert_allclose(softmax_attention(Z[perm], Q, U, np.eye(d)), softmax_attention(Z, Q, U, np.eye(d)), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(linear_attention(Z[perm], Q, U, np.eye(d)), linear_attention(Z, Q, U, np.eye(d)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        softmax_attention(Z[perm], Q, U, np.eye(d)),
+        softmax_attention(Z, Q, U, np.eye(d)),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        linear_attention(Z[perm], Q, U, np.eye(d)),
+        linear_attention(Z, Q, U, np.eye(d)),
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
 @settings(max_examples=50, deadline=None)
@@ -82,7 +97,12 @@ def test_adding_a_constant_to_every_score_changes_nothing(seed, shift):
     U1[:d, :d] = U
     U1[d, d] = shift
     V1 = np.eye(d + 1)[:d]
-    np.testing.assert_allclose(softmax_attention(Z1, Q1, U1, V1), softmax_attention(Z, Q, U, np.eye(d)), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        softmax_attention(Z1, Q1, U1, V1),
+        softmax_attention(Z, Q, U, np.eye(d)),
+        rtol=1e-9,
+        atol=1e-12,
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -122,13 +142,13 @@ def test_torch_in_torch_out_with_gradients(rng):
 def test_heads(rng):
     Z = torch.tensor(rng.normal(size=(4, 10, 2)))
     Q = torch.tensor(rng.normal(size=(4, 3, 2)))
-    h1 = AttentionHead(2, kind="softmax", seed=1)
-    h2 = AttentionHead(2, kind="linear", seed=2)
+    h1 = AttentionHead(2, kind="softmax", rng=1)
+    h2 = AttentionHead(2, kind="linear", rng=2)
     torch.testing.assert_close(h1(Z, Q), softmax_attention(Z, Q, h1.U, h1.V))
     torch.testing.assert_close(h2(Z, Q), linear_attention(Z, Q, h2.U, h2.V))
     # same seed, same initialisation, and no global RNG touched
     state = torch.random.get_rng_state()
-    torch.testing.assert_close(AttentionHead(2, seed=1).U, h1.U)
+    torch.testing.assert_close(AttentionHead(2, rng=1).U, h1.U)
     assert torch.equal(state, torch.random.get_rng_state())
 
 
@@ -178,7 +198,11 @@ def test_prompt_batch_is_the_samplers_return_type():
 
     batch = sample_prompts(np.eye(2), n_prompts=3, length=4, rng=0)
     assert isinstance(batch, PromptBatch) and isinstance(batch, RegressionBatch)
-    assert batch.tokens.shape == (3, 4, 3) and batch.queries.shape == (3, 1, 3) and batch.w.shape == (3, 2)
+    assert (
+        batch.tokens.shape == (3, 4, 3)
+        and batch.queries.shape == (3, 1, 3)
+        and batch.w.shape == (3, 2)
+    )
 
 
 def test_attention_head_is_the_trainable_twin_of_head():
@@ -198,22 +222,31 @@ def test_attention_head_is_the_trainable_twin_of_head():
 def test_numpy_modules_do_not_import_torch():
     """Only the training side imports torch (1.5 s of every chapter that does): the rest of gmmlib,
     finite-prompt attention on numpy inputs included, runs without it."""
-    torch_side = {"training", "lda_torch", "_torch_head"}
-    modules = sorted(m.name for m in pkgutil.iter_modules(gmmlib.__path__) if m.name not in torch_side)
-    code = ("import sys, numpy as np\n"
-            + "".join(f"import gmmlib.{m}\n" for m in modules)
-            + "from gmmlib import softmax_attention, linear_attention\n"
-            + "z = np.ones((3, 2)); softmax_attention(z, z, np.eye(2), np.eye(2)); linear_attention(z, z, np.eye(2), np.eye(2))\n"
-            + "print('torch' in sys.modules)")
+    torch_side = {"training", "lda_torch", "attention_torch"}
+    modules = sorted(
+        m.name for m in pkgutil.iter_modules(gmmlib.__path__) if m.name not in torch_side
+    )
+    code = (
+        "import sys, numpy as np\n"
+        + "".join(f"import gmmlib.{m}\n" for m in modules)
+        + "from gmmlib import softmax_attention, linear_attention\n"
+        + "z = np.ones((3, 2)); softmax_attention(z, z, np.eye(2), np.eye(2))\n"
+        + "linear_attention(z, z, np.eye(2), np.eye(2))\n"
+        + "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", f"a numpy-side module of gmmlib imports torch: {modules}"
-    loaded = subprocess.run([sys.executable, "-c", "from gmmlib.attention import AttentionHead; print(AttentionHead.__module__)"],
-                            capture_output=True, text=True, check=True)
-    assert loaded.stdout.strip() == "gmmlib.attention"
+    assert AttentionHead.__module__ == "gmmlib.attention_torch"  # defined where documented
+    assert not hasattr(gmmlib.attention, "AttentionHead")
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=seeds, batched=st.booleans(), chunk=st.integers(1, 12), scale=st.sampled_from([1.0, 30.0, 1e200]))
+@given(
+    seed=seeds,
+    batched=st.booleans(),
+    chunk=st.integers(1, 12),
+    scale=st.sampled_from([1.0, 30.0, 1e200]),
+)
 def test_numpy_and_torch_are_one_formula(seed, batched, chunk, scale):
     """The same inputs as numpy arrays and as tensors give the same attention (streamed in chunks,
     queries shared across a batch, and tilts beyond the float range)."""
@@ -223,7 +256,23 @@ def test_numpy_and_torch_are_one_formula(seed, batched, chunk, scale):
     for fn in (softmax_attention, linear_attention):
         kw = {"chunk_size": chunk} if fn is softmax_attention else {}
         if fn is linear_attention and scale > 1e100:
-            continue  # its output overflows: refused (numpy) or inf (torch), as test_extremes checks
+            # its output overflows: refused (numpy) or inf (torch), as test_extremes checks
+            continue
         ours = fn(Z, Q, U, V, **kw)
         theirs = fn(*(torch.from_numpy(np.array(x)) for x in (Z, Q, U, V)), **kw)
-        np.testing.assert_allclose(theirs.numpy(), ours, rtol=1e-12, atol=1e-12 * (1 + np.abs(ours).max()))
+        np.testing.assert_allclose(
+            theirs.numpy(), ours, rtol=1e-12, atol=1e-12 * (1 + np.abs(ours).max())
+        )
+
+
+def test_attention_head_draws_its_start_from_rng():
+    """``rng`` is an int seed (torch's generator, as before) or a numpy Generator that draws it."""
+    a = AttentionHead(3, rng=np.random.default_rng(11))
+    b = AttentionHead(3, rng=np.random.default_rng(11))
+    torch.testing.assert_close(a.U, b.U)
+    assert not torch.equal(a.U, AttentionHead(3, rng=np.random.default_rng(12)).U)
+    torch.testing.assert_close(AttentionHead(3, rng=5).V, AttentionHead(3, rng=np.int64(5)).V)
+    with pytest.raises(ValueError, match="rng"):
+        AttentionHead(3, rng=-1)
+    with pytest.raises(TypeError, match="rng"):
+        AttentionHead(3, rng="seed")

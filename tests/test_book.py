@@ -94,12 +94,15 @@ def test_every_chapter_in_the_toc_is_a_myst_notebook():
     assert numbered, "the toc lists no chapter"
     missing = [e for e in numbered if not (ROOT / f"{e}.md").is_file()]
     assert not missing, f"chapters of _toc.yml without a MyST source: {missing}"
-    assert sorted(f"book/{p.stem}" for p in CHAPTERS) == sorted(numbered), "book/NN_*.md and the toc differ"
+    assert sorted(f"book/{p.stem}" for p in CHAPTERS) == sorted(numbered), (
+        "book/NN_*.md and the toc differ"
+    )
 
 
 def test_every_toc_entry_exists():
-    missing = [e for e in TOC_ENTRIES
-               if not any((ROOT / (e + s)).is_file() for s in (".ipynb", ".md"))]
+    missing = [
+        e for e in TOC_ENTRIES if not any((ROOT / (e + s)).is_file() for s in (".ipynb", ".md"))
+    ]
     assert not missing, f"_toc.yml entries with no .ipynb/.md file: {missing}"
 
 
@@ -110,15 +113,26 @@ def test_toc_entries_are_unique():
 
 def test_citation_cff_is_valid_and_consistent():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
-    for key in ("cff-version", "message", "title", "authors", "version", "license", "repository-code",
-                "preferred-citation"):
+    for key in (
+        "cff-version",
+        "message",
+        "title",
+        "authors",
+        "version",
+        "license",
+        "repository-code",
+        "preferred-citation",
+    ):
         assert cff.get(key), f"CITATION.cff lacks {key!r}"
     assert cff["cff-version"] == "1.2.0"
     assert all(a.get("name") or a.get("family-names") for a in cff["authors"])
     assert set(cff["license"]) == {"CC-BY-4.0", "MIT"}
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert cff["repository-code"].rstrip("/") == config["repository"]["url"].rstrip("/")
-    version = _load_sync_script().read_version(ROOT)  # gmmlib.__version__, the one place it is written
-    assert str(cff["version"]) == version, "CITATION.cff and gmmlib.__version__ disagree on the version"
+    # gmmlib.__version__, the one place it is written
+    version = _load_sync_script().read_version(ROOT)
+    assert str(cff["version"]) == version, (
+        "CITATION.cff and gmmlib.__version__ disagree on the version"
+    )
     pref = cff["preferred-citation"]
     assert pref.get("type") and pref.get("title") and pref.get("authors")

@@ -1,4 +1,5 @@
-"""gmmlib.classification against independent computations: Monte Carlo, scipy, rules by hand, random rules."""
+"""gmmlib.classification against independent computations: Monte Carlo, scipy, rules by hand, random
+rules."""
 
 from __future__ import annotations
 
@@ -14,10 +15,8 @@ from gmmlib.classification import (
     linear_rule_accuracy,
     sector_probability,
     sign_rule_accuracy,
-    xor_bayes_accuracy,
-    xor_posterior_mean,
 )
-from gmmlib.selection import onehot_task, xor_task
+from gmmlib.selection import onehot_task, xor_bayes_accuracy, xor_posterior_mean, xor_task
 
 from .conftest import random_mixture, random_spd, seeds
 
@@ -32,7 +31,9 @@ def test_bayes_scores_give_the_posterior(rng):
 
 
 def test_linear_rule_accuracy_two_classes_by_hand(rng):
-    gm = GaussianMixture([0.3, 0.7], [[1.0, 0.0], [-0.5, 0.5]], [np.eye(2), [[0.5, 0.1], [0.1, 0.3]]])
+    gm = GaussianMixture(
+        [0.3, 0.7], [[1.0, 0.0], [-0.5, 0.5]], [np.eye(2), [[0.5, 0.1], [0.1, 0.3]]]
+    )
     W, b = rng.normal(size=(2, 2)), rng.normal(size=2)
     w, c = W[0] - W[1], b[0] - b[1]
     p0 = stats.norm.cdf((w @ gm.means[0] + c) / np.sqrt(w @ gm.covs[0] @ w))
@@ -70,7 +71,9 @@ def test_sign_rule_accuracy_against_monte_carlo_and_by_hand(rng):
     assert abs(emp - acc) < 4 * np.sqrt(acc * (1 - acc) / n)
     # one component, by hand
     g1 = GaussianMixture.gaussian([1.0, 0.0], np.diag([4.0, 1.0]))
-    assert np.isclose(sign_rule_accuracy(g1, [-1], [1.0, 0.0], 0.5), stats.norm.cdf(-1.5 / 2.0), rtol=1e-14)
+    assert np.isclose(
+        sign_rule_accuracy(g1, [-1], [1.0, 0.0], 0.5), stats.norm.cdf(-1.5 / 2.0), rtol=1e-14
+    )
     # a point mass: correct iff the margin is positive; w = 0 never predicts a label
     pm = GaussianMixture([0.5, 0.5], [[1.0, 0.0], [-1.0, 0.0]], np.zeros((2, 2, 2)))
     assert sign_rule_accuracy(pm, [1, -1], [1.0, 0.0]) == 1.0
@@ -94,7 +97,9 @@ def test_xor_closed_forms():
     X, k = gm.sample(5000, 1)
     np.testing.assert_allclose(xor_posterior_mean(X), gm.posterior(X) @ C[:, 0], atol=1e-12)
     t = 2.0 / np.sqrt(0.5)
-    assert np.isclose(xor_bayes_accuracy(), 1 - 2 * stats.norm.cdf(t) * stats.norm.cdf(-t), rtol=1e-14)
+    assert np.isclose(
+        xor_bayes_accuracy(), 1 - 2 * stats.norm.cdf(t) * stats.norm.cdf(-t), rtol=1e-14
+    )
     # independent: integrate max_y p(x, y) over the plane for a softer XOR
     gm1, C1 = xor_task(1.0, 1.0)
 
@@ -102,8 +107,11 @@ def test_xor_closed_forms():
         p = np.exp(gm1.component_log_prob(np.array([[x1, x2]]))[0]) * gm1.weights
         return max(p[C1[:, 0] > 0].sum(), p[C1[:, 0] < 0].sum())
 
-    val = sum(integrate.dblquad(joint_max, a, b, c, d, epsabs=1e-10)[0]
-              for a, b in ((-12, 0), (0, 12)) for c, d in ((-12, 0), (0, 12)))
+    val = sum(
+        integrate.dblquad(joint_max, a, b, c, d, epsabs=1e-10)[0]
+        for a, b in ((-12, 0), (0, 12))
+        for c, d in ((-12, 0), (0, 12))
+    )
     assert np.isclose(val, xor_bayes_accuracy(1.0, 1.0), atol=1e-7)
 
 
@@ -131,8 +139,11 @@ def test_sector_probability_against_monte_carlo_and_complements():
     assert sector_probability(m, G, 1.0, 1.0 + 2 * np.pi) == 1.0
     # a half-plane: Φ of the signed distance of the mean in the Mahalanobis norm of the normal
     n = np.array([-np.sin(0.3), np.cos(0.3)])
-    assert np.isclose(sector_probability(m, G, 0.3, 0.3 + np.pi),
-                      stats.norm.cdf(n @ m / np.sqrt(n @ G @ n)), atol=1e-12)
+    assert np.isclose(
+        sector_probability(m, G, 0.3, 0.3 + np.pi),
+        stats.norm.cdf(n @ m / np.sqrt(n @ G @ n)),
+        atol=1e-12,
+    )
     with pytest.raises(ValueError, match="stop - start"):
         sector_probability(m, G, 1.0, 0.5)
     with pytest.raises(ValueError, match="cov"):
@@ -140,7 +151,8 @@ def test_sector_probability_against_monte_carlo_and_complements():
 
 
 def test_best_cone_rule_is_the_bayes_rule_when_it_has_no_intercepts():
-    """Equal priors and equal norms: the Bayes rule is intercept-free, so the supremum is attained."""
+    """Equal priors and equal norms: the Bayes rule is intercept-free, so the supremum is
+    attained."""
     angles = 0.2 + 2 * np.pi * np.arange(3) / 3
     gm, _ = onehot_task(np.full(3, 1 / 3), 1.3 * np.c_[np.cos(angles), np.sin(angles)], np.eye(2))
     W, b = bayes_scores(gm)
@@ -153,8 +165,9 @@ def test_best_cone_rule_is_the_bayes_rule_when_it_has_no_intercepts():
 def test_no_intercept_free_rule_beats_best_cone_rule(seed):
     rng = np.random.default_rng(seed)
     angles = rng.uniform(0, 2 * np.pi, size=3)
-    gm, _ = onehot_task(rng.dirichlet(np.ones(3)), np.c_[np.cos(angles), np.sin(angles)],
-                        random_spd(rng, 2, 0.5))
+    gm, _ = onehot_task(
+        rng.dirichlet(np.ones(3)), np.c_[np.cos(angles), np.sin(angles)], random_spd(rng, 2, 0.5)
+    )
     rule = best_cone_rule(gm)
     accs = [linear_rule_accuracy(gm, rng.normal(size=(3, 2))) for _ in range(200)]
     assert max(accs) <= rule.accuracy + 1e-6

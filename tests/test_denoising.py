@@ -1,4 +1,5 @@
-"""gmmlib.denoising against independent computations: Tweedie's formula, Monte Carlo, least squares, root finding."""
+"""gmmlib.denoising against independent computations: Tweedie's formula, Monte Carlo, least squares,
+root finding."""
 
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ def test_bayes_denoiser_is_tweedie(rng):
     noisy = noisy_mixture(gm, xi)
     Z = rng.normal(size=(20, 2))
     h = 1e-5
-    grad = np.stack([(noisy.log_prob(Z + h * e) - noisy.log_prob(Z - h * e)) / (2 * h) for e in np.eye(2)], axis=1)
+    grad = np.stack(
+        [(noisy.log_prob(Z + h * e) - noisy.log_prob(Z - h * e)) / (2 * h) for e in np.eye(2)],
+        axis=1,
+    )
     np.testing.assert_allclose(bayes_denoiser(gm, xi, Z), Z + xi**2 * grad, atol=1e-7)
 
 
@@ -96,8 +100,9 @@ def test_iterated_denoiser_and_tanh_fixed_point():
     with pytest.raises(ValueError, match="means"):
         separation([[0.0, 1.0]], 1.0)
     traj = iterate_denoiser(gm, xi, np.array([[0.5, 0.2], [-1.0, -0.1]]), 200)
-    np.testing.assert_allclose(traj[-1], [[0, 3 * tanh_fixed_point(1.5)], [0, -3 * tanh_fixed_point(1.5)]],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        traj[-1], [[0, 3 * tanh_fixed_point(1.5)], [0, -3 * tanh_fixed_point(1.5)]], atol=1e-12
+    )
 
 
 def test_iterated_denoiser_climbs_to_the_modes_of_the_noisy_density():
@@ -112,10 +117,16 @@ def test_iterated_denoiser_climbs_to_the_modes_of_the_noisy_density():
         if expected == 0.0:
             np.testing.assert_allclose(final, [[0.0, 1.0]] * 3, atol=1e-12)
             continue
-        mode = minimize_scalar(lambda y: -noisy.log_prob(np.array([[y, 1.0]]))[0], bounds=(0.1, 3.0),
-                               method="bounded", options={"xatol": 1e-10}).x
+        mode = minimize_scalar(
+            lambda y: -noisy.log_prob(np.array([[y, 1.0]]))[0],
+            bounds=(0.1, 3.0),
+            method="bounded",
+            options={"xatol": 1e-10},
+        ).x
         assert abs(mode - expected) < 1e-6  # an argmax is located to ~sqrt(eps) only
-        np.testing.assert_allclose(final, [[expected, 1.0], [-expected, 1.0], [expected, 1.0]], atol=1e-10)
+        np.testing.assert_allclose(
+            final, [[expected, 1.0], [-expected, 1.0], [expected, 1.0]], atol=1e-10
+        )
 
 
 def test_input_validation():
@@ -136,3 +147,15 @@ def test_extreme_scales_stay_finite():
     gm = GaussianMixture.isotropic([0.5, 0.5], [[1e3, 0.0], [-1e3, 0.0]], 1.0)
     out = bayes_denoiser(gm, 1e-3, np.array([[1e4, 5.0], [-3.0, 0.0]]))
     assert np.all(np.isfinite(out))
+
+
+# ---------------------------------------------------------------- two point masses
+def test_two_point_masses_tanh_is_the_bayes_denoiser():
+    m, xi = np.array([1.5, -0.5]), 0.7
+    two_points = GaussianMixture.isotropic([0.5, 0.5], [m, -m], 0.0)
+    z = np.random.default_rng(8).normal(size=(50, 2))
+    tanh_form = np.tanh(z @ m / xi**2)[:, None] * m
+    np.testing.assert_allclose(bayes_denoiser(two_points, xi, z), tanh_form, rtol=0, atol=1e-12)
+    # near miss: the whole logit difference inside tanh (a factor 2)
+    wrong = np.tanh(2 * z @ m / xi**2)[:, None] * m
+    assert np.abs(bayes_denoiser(two_points, xi, z) - wrong).max() > 1e-2

@@ -1,4 +1,5 @@
-"""gmmlib at extreme but valid inputs: finite and correct where the answer is finite, else a ValueError.
+"""gmmlib at extreme but valid inputs: finite and correct where the answer is finite, else a
+ValueError.
 
 Huge queries and U (where logits and squared distances overflow: the softmaxes saturate), huge
 V, tiny noise, weights near 0 and 1, near-singular covariances. Every warning is an error here:
@@ -49,7 +50,8 @@ def _winner_posterior(mixture: GaussianMixture, xhat: np.ndarray) -> int | None:
     return int(lead[np.argmax(lin)]) if order[-1] - order[-2] > 1e-6 else None
 
 
-# ---------------------------------------------------------------- mixtures: posterior, tilt, densities
+# ---------------------------------------------------------------- mixtures: posterior, tilt,
+# densities
 @SETTINGS
 @given(mixtures, angles, exponents)
 def test_posterior_is_a_finite_distribution_however_far_out(mixture, theta, e):
@@ -150,7 +152,8 @@ def test_bayes_denoiser_is_finite_everywhere(mixture, theta, e, noise):
 @SETTINGS
 @given(st.floats(1e-12, 1e2))
 def test_bayes_mse_is_accurate_down_to_tiny_noise(noise):
-    # one Gaussian N(0, I): the risk is d ξ²/(1 + ξ²), which E‖X‖² − E‖E[X|Z]‖² would lose in rounding
+    # one Gaussian N(0, I): the risk is d ξ²/(1 + ξ²), which E‖X‖² − E‖E[X|Z]‖² would lose in
+    # rounding
     gauss = GaussianMixture.gaussian([0.0, 0.0], I2)
     assert den.bayes_mse(gauss, noise) == pytest.approx(2 * noise**2 / (1 + noise**2), rel=1e-9)
 
@@ -234,7 +237,8 @@ def test_softmax_attention_path_keeps_prefixes_that_underflow():
     lengths = [1, 5, 20, 40]
     path = att.softmax_attention_path(TOKENS, q, I2, I2, lengths)
     for row, L in zip(path, lengths):
-        np.testing.assert_allclose(row, att.softmax_attention(TOKENS[:L], q, I2, I2), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(row, att.softmax_attention(TOKENS[:L], q, I2, I2),
+                                   rtol=1e-9, atol=1e-12)
 
 
 def test_attention_refuses_results_beyond_the_float_range():

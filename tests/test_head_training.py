@@ -17,18 +17,23 @@ from gmmlib.training import train
 
 
 def _shared_law(rng):
-    return noisy_mixture(GaussianMixture.isotropic([0.3, 0.7], rng.normal(size=(2, 2)) * 2, 1.0), 1.5)
+    return noisy_mixture(
+        GaussianMixture.isotropic([0.3, 0.7], rng.normal(size=(2, 2)) * 2, 1.0), 1.5
+    )
 
 
 def test_heads_squared_error_matches_the_limit_and_finite_differences(rng):
     law = _shared_law(rng)
-    heads = random_heads(3, 2, rng, 0.5)
+    heads = random_heads(3, 2, rng, scale=0.5)
     Z, Y, w = rng.normal(size=(30, 2)) * 3, rng.normal(size=(30, 2)), rng.uniform(size=30)
     loss, gU, gV = heads_squared_error(law, heads, Z, Y, w)
-    # the loss: the general closed form of gmmlib.limits (per-component covariances), summed over heads
+    # the loss: the general closed form of gmmlib.limits (per-component covariances), summed over
+    # heads
     out = multihead_limit(law, Z, heads)
     assert np.isclose(loss, np.sum(w * np.sum((out - Y) ** 2, 1)), rtol=1e-12)
-    assert np.isclose(heads_squared_error(law, heads, Z, Y)[0], np.mean(np.sum((out - Y) ** 2, 1)), rtol=1e-12)
+    assert np.isclose(
+        heads_squared_error(law, heads, Z, Y)[0], np.mean(np.sum((out - Y) ** 2, 1)), rtol=1e-12
+    )
     # the gradient: central differences of the loss in every entry (error O(h^2) ~ 1e-9 relative)
     U0, V0 = np.stack([h.U for h in heads]), np.stack([h.V for h in heads])
     h = 1e-5
@@ -51,7 +56,8 @@ def test_heads_squared_error_matches_the_limit_and_finite_differences(rng):
 
 
 class _SquaredError(torch.autograd.Function):
-    """The batch loss of heads_squared_error as a torch function, so that gmmlib.training.train can run it."""
+    """The batch loss of heads_squared_error as a torch function, so that gmmlib.training.train can
+    run it."""
 
     @staticmethod
     def forward(ctx, U, V, law, Z, Y):
@@ -82,17 +88,38 @@ def test_online_sgd_heads_is_the_training_loop(rng):
         Z, _ = law.sample(n, r)
         return Z, bayes_denoiser(prior, 1.5, Z)
 
-    start = random_heads(2, 2, 5, 0.3)
-    heads, hist = online_sgd_heads(law, start, sample, steps=200, lr=2e-2, batch_size=16, seed=9,
-                                   clip_norm=1.0, chunk_steps=1, log_every=50,
-                                   eval_fn=lambda h: {"n": float(len(h))})
+    start = random_heads(2, 2, 5, scale=0.3)
+    heads, hist = online_sgd_heads(
+        law,
+        start,
+        sample,
+        steps=200,
+        lr=2e-2,
+        batch_size=16,
+        rng=9,
+        clip_norm=1.0,
+        chunk_steps=1,
+        log_every=50,
+        eval_fn=lambda h: {"n": float(len(h))},
+    )
     model = _Heads(start)
 
     def batch(n, r):
         return tuple(torch.tensor(a) for a in sample(n, r))
 
-    ref = train(model, batch, lambda m, b: _SquaredError.apply(m.U, m.V, law, *b), batch_size=16, steps=200,
-                lr=2e-2, seed=9, optimizer="sgd", clip_norm=1.0, log_every=50, progress=False)
+    ref = train(
+        model,
+        batch,
+        lambda m, b: _SquaredError.apply(m.U, m.V, law, *b),
+        batch_size=16,
+        steps=200,
+        lr=2e-2,
+        rng=9,
+        optimizer="sgd",
+        clip_norm=1.0,
+        log_every=50,
+        progress=False,
+    )
     for k, h in enumerate(heads):
         np.testing.assert_allclose(h.U, model.U[k].detach().numpy(), atol=1e-12)
         np.testing.assert_allclose(h.V, model.V[k].detach().numpy(), atol=1e-12)
@@ -102,10 +129,14 @@ def test_online_sgd_heads_is_the_training_loop(rng):
     g = heads_squared_error(law, start, *sample(16, np.random.default_rng(9)))
     assert np.sqrt(np.sum(g[1] ** 2) + np.sum(g[2] ** 2)) > 1.0
     # drawing the batches in chunks changes which points are drawn, not the protocol
-    chunked, _ = online_sgd_heads(law, start, sample, steps=200, lr=2e-2, batch_size=16, seed=9, clip_norm=1.0)
+    chunked, _ = online_sgd_heads(
+        law, start, sample, steps=200, lr=2e-2, batch_size=16, rng=9, clip_norm=1.0
+    )
     assert all(np.all(np.isfinite(h.U)) for h in chunked)
     with pytest.raises(ValueError, match=r"sample\(n, rng\)"):
-        online_sgd_heads(law, start, lambda n, r: sample(n - 1, r), steps=2, lr=1e-2, batch_size=4, seed=0)
+        online_sgd_heads(
+            law, start, lambda n, r: sample(n - 1, r), steps=2, lr=1e-2, batch_size=4, rng=0
+        )
 
 
 def test_fit_heads_finds_an_exact_two_head_denoiser(rng):
@@ -115,7 +146,10 @@ def test_fit_heads_finds_an_exact_two_head_denoiser(rng):
     target = bayes_denoiser(gm, 2.0, nodes)
     exact = two_head_construction(gm.means, 1.0, 2.0)
     assert heads_squared_error(law, exact, nodes, target, weights)[0] < 1e-28
-    start = tuple(Head(U + 0.05 * rng.normal(size=(2, 2)), V + 0.05 * rng.normal(size=(2, 2))) for U, V in exact)
+    start = tuple(
+        Head(U + 0.05 * rng.normal(size=(2, 2)), V + 0.05 * rng.normal(size=(2, 2)))
+        for U, V in exact
+    )
     heads, result = fit_heads(law, start, nodes, target, weights, f_target=1e-14)
     assert result.history[-1] <= 1e-14 and len(result.history) == result.nit
     # the fitted heads are exact everywhere, not only on the rule's nodes
@@ -123,6 +157,6 @@ def test_fit_heads_finds_an_exact_two_head_denoiser(rng):
 
 
 def test_random_heads_are_seeded():
-    a, b = random_heads(3, 4, 7, 0.2), random_heads(3, 4, 7, 0.2)
+    a, b = random_heads(3, 4, 7, scale=0.2), random_heads(3, 4, 7, scale=0.2)
     assert len(a) == 3 and all(h.U.shape == h.V.shape == (4, 4) for h in a)
     assert all(np.array_equal(x.U, y.U) and np.array_equal(x.V, y.V) for x, y in zip(a, b))

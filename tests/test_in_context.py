@@ -11,7 +11,9 @@ from gmmlib.limits import (finite_prompt_mse, finite_prompt_mse_correction, fini
                            prompt_errors)
 
 GAUSS = GaussianMixture.isotropic([1.0], [[0.3, -0.2]], 0.7)
-MIX = GaussianMixture([0.3, 0.7], [[1.0, 0.5], [-1.0, 0.2]], [np.eye(2) * 0.5, [[0.8, 0.2], [0.2, 0.4]]])
+MIX = GaussianMixture(
+    [0.3, 0.7], [[1.0, 0.5], [-1.0, 0.2]], [np.eye(2) * 0.5, [[0.8, 0.2], [0.2, 0.4]]]
+)
 Q = np.array([[0.5, 0.1], [1.5, -1.0], [-1.2, 0.7]])
 U = np.array([[1.0, 0.2], [0.1, 0.8]])
 V = np.array([[0.5, 0.1], [0.0, 1.2]])
@@ -27,7 +29,9 @@ def test_matches_the_gaussian_formula_of_chapter_1(L):
 def test_two_grid_steps_agree():
     lengths = [2, 30, 1e4, 1e8]
     fine = in_context_mse(MIX, Q, U, V, lengths=lengths, step=0.25)
-    np.testing.assert_allclose(in_context_mse(MIX, Q, U, V, lengths=lengths, step=0.125), fine, rtol=1e-12)
+    np.testing.assert_allclose(
+        in_context_mse(MIX, Q, U, V, lengths=lengths, step=0.125), fine, rtol=1e-12
+    )
     np.testing.assert_allclose(in_context_mse(MIX, Q, U, V, lengths=lengths), fine, rtol=1e-6)
 
 

@@ -19,18 +19,16 @@ from gmmlib.lda import (
     LDAModel,
     attention_jacobian,
     attention_risk_grad,
-    best_linear_attention,
     construction_r0,
     construction_s0,
     effective_params,
     effective_predictor,
     logistic_loss,
     excess_risk_estimate,
-    minimiser_distances,
     population_risk,
     population_risk_grad,
-    zeta_sequence,
 )
+from gmmlib.lda_landscape import best_linear_attention, minimiser_distances, zeta_sequence
 from gmmlib.lda_torch import LDABlocksModule, QuadratureRisk
 from gmmlib.lda_dynamics import (
     population_gradient_descent,
@@ -49,12 +47,21 @@ C1 = LDAModel(0.6, [1.0, 0.0], [0.0, 1.0], np.eye(2))
 
 
 def random_model(rng: np.random.Generator, d: int) -> LDAModel:
-    return LDAModel(float(rng.uniform(0.2, 0.8)), rng.normal(size=d), rng.normal(size=d), random_spd(rng, d, 0.7))
+    return LDAModel(
+        float(rng.uniform(0.2, 0.8)),
+        rng.normal(size=d),
+        rng.normal(size=d),
+        random_spd(rng, d, 0.7),
+    )
 
 
 def random_theta(rng: np.random.Generator, d: int, scale: float = 0.5) -> LDABlocks:
-    return LDABlocks(scale * rng.normal(size=(d, d)), scale * rng.normal(size=d),
-                           scale * rng.normal(size=d), float(scale * rng.normal()))
+    return LDABlocks(
+        scale * rng.normal(size=(d, d)),
+        scale * rng.normal(size=d),
+        scale * rng.normal(size=d),
+        float(scale * rng.normal()),
+    )
 
 
 def flat(e: EffectiveParams) -> np.ndarray:
@@ -70,8 +77,9 @@ def test_effective_predictor_is_the_attention_limit(seed, d):
     X = rng.normal(size=(7, d))
     queries = np.column_stack([X, np.zeros(7)])
     limit = softmax_attention_limit(model.token_mixture(), queries, U, V)[:, -1]
-    np.testing.assert_allclose(effective_predictor(model, effective_params(model, theta), X), limit,
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        effective_predictor(model, effective_params(model, theta), X), limit, rtol=1e-10, atol=1e-10
+    )
     assert LDABlocks.from_head(Head(U, V)).vector() == pytest.approx(theta.vector())
 
 
@@ -92,7 +100,9 @@ def test_bayes_score_is_the_posterior_log_odds(rng):
     model = random_model(rng, 3)
     X = rng.normal(size=(20, 3))
     post = model.class_mixture().posterior(X)
-    np.testing.assert_allclose(model.bayes_score(X), np.log(post[:, 0] / post[:, 1]), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        model.bayes_score(X), np.log(post[:, 0] / post[:, 1]), rtol=1e-10, atol=1e-10
+    )
 
 
 def test_constructions_realise_the_bayes_score(rng):
@@ -103,7 +113,9 @@ def test_constructions_realise_the_bayes_score(rng):
             eff = effective_params(model, theta)
             np.testing.assert_allclose(eff.w, w_star, atol=1e-12)
             U, V = theta.head()
-            limit = softmax_attention_limit(model.token_mixture(), np.column_stack([X, np.zeros(len(X))]), U, V)
+            limit = softmax_attention_limit(
+                model.token_mixture(), np.column_stack([X, np.zeros(len(X))]), U, V
+            )
             np.testing.assert_allclose(limit[:, -1], model.bayes_score(X), atol=1e-10)
         assert effective_params(model, construction_r0(model)).r == pytest.approx(0, abs=1e-14)
         assert np.allclose(effective_params(model, construction_s0(model)).s, 0)
@@ -118,12 +130,19 @@ def test_risk_against_monte_carlo_and_full_quadrature(rng):
     assert abs(q - loss.mean()) < 4 * loss.std() / np.sqrt(loss.size)
 
     def f(Z):  # the full two-dimensional quadrature, per component: the independent rule
-        return np.stack([logistic_loss(effective_predictor(model, eff, Z)),
-                         logistic_loss(-effective_predictor(model, eff, Z))], axis=1)
+        return np.stack(
+            [
+                logistic_loss(effective_predictor(model, eff, Z)),
+                logistic_loss(-effective_predictor(model, eff, Z)),
+            ],
+            axis=1,
+        )
 
     gm = model.class_mixture()
-    full = (model.pi_pos * expectation(f, type(gm).gaussian(model.m_pos, model.cov), 60)[0]
-            + (1 - model.pi_pos) * expectation(f, type(gm).gaussian(model.m_neg, model.cov), 60)[1])
+    full = (
+        model.pi_pos * expectation(f, type(gm).gaussian(model.m_pos, model.cov), 60)[0]
+        + (1 - model.pi_pos) * expectation(f, type(gm).gaussian(model.m_neg, model.cov), 60)[1]
+    )
     assert abs(q - full) < 1e-10
 
 
@@ -137,7 +156,8 @@ def test_gradients_against_autograd_and_finite_differences(rng):
     np.testing.assert_allclose(grad.vector(), grad_t.numpy(), atol=1e-10)
     # d = 4: central finite differences of the effective risk
     model = random_model(rng, 4)
-    eff = effective_params(model, random_theta(rng, 4, 0.25))  # moderate widths: the rule has converged
+    # moderate widths: the rule has converged
+    eff = effective_params(model, random_theta(rng, 4, 0.25))
     _, g = population_risk_grad(model, eff, 100)
     x0, h = flat(eff), 1e-5
 
@@ -153,9 +173,17 @@ def test_jacobian_and_chain_rule(rng):
     theta = random_theta(rng, 3)
     J = attention_jacobian(model, theta)
     x0, h = theta.vector(), 1e-6
-    fd = np.stack([(flat(effective_params(model, LDABlocks.from_vector(x0 + h * e, 3)))
-                    - flat(effective_params(model, LDABlocks.from_vector(x0 - h * e, 3)))) / (2 * h)
-                   for e in np.eye(x0.size)], axis=1)
+    fd = np.stack(
+        [
+            (
+                flat(effective_params(model, LDABlocks.from_vector(x0 + h * e, 3)))
+                - flat(effective_params(model, LDABlocks.from_vector(x0 - h * e, 3)))
+            )
+            / (2 * h)
+            for e in np.eye(x0.size)
+        ],
+        axis=1,
+    )
     np.testing.assert_allclose(J, fd, atol=1e-8)
     _, g_eff = population_risk_grad(model, effective_params(model, theta), 40, tol=None)
     _, g_theta = attention_risk_grad(model, theta, 40, tol=None)
@@ -188,7 +216,9 @@ def test_best_linear_attention_from_any_start(rng):
 def test_population_gradient_descent(rng):
     theta0 = random_theta(rng, 2, 0.5)
     seen = []
-    end = population_gradient_descent(C1, theta0, 0.5, 5, 30, callback=lambda k, th, R, g: seen.append((k, th.vector(), R)))
+    end = population_gradient_descent(
+        C1, theta0, 0.5, 5, 30, callback=lambda k, th, R, g: seen.append((k, th.vector(), R))
+    )
     vec = theta0.vector()
     for k in range(6):  # the explicit iteration, step by step
         R, g = attention_risk_grad(C1, LDABlocks.from_vector(vec, 2), 30)
@@ -198,7 +228,9 @@ def test_population_gradient_descent(rng):
             vec = vec - 0.5 * g.vector()
     np.testing.assert_allclose(end.vector(), vec, atol=1e-15)
     assert all(a[2] > b[2] for a, b in zip(seen, seen[1:]))  # small steps decrease the risk
-    np.testing.assert_allclose(population_gradient_descent(C1, theta0, 0.5, 5, 30).vector(), vec, atol=1e-15)
+    np.testing.assert_allclose(
+        population_gradient_descent(C1, theta0, 0.5, 5, 30).vector(), vec, atol=1e-15
+    )
     with pytest.raises(ValueError, match="lr"):
         population_gradient_descent(C1, theta0, -1.0, 5)
 
@@ -212,7 +244,10 @@ def test_minimiser_distances_and_zeta(rng):
     best = minimize_scalar(lambda p: (eff.b - b_star + p * q) ** 2 + (eff.r - p) ** 2).fun
     d2 = np.sqrt(np.sum((eff.w - w_star) ** 2) + eff.s @ eff.s + best)
     assert minimiser_distances(C1, eff)[1] == pytest.approx(d2, rel=1e-10)
-    excess = [population_risk(C1, zeta_sequence(C1, np.array([1.0, -0.5]), R)) - C1.bayes_risk() for R in (10, 20, 40)]
+    excess = [
+        population_risk(C1, zeta_sequence(C1, np.array([1.0, -0.5]), R)) - C1.bayes_risk()
+        for R in (10, 20, 40)
+    ]
     assert excess[0] > excess[1] > excess[2] > 0
     assert excess[1] / excess[2] == pytest.approx(4.0, rel=0.1)  # O(1/R²)
 
@@ -223,7 +258,9 @@ def test_effective_head(rng):
     head = LDABlocksModule(model, theta)
     X = rng.normal(size=(6, 3))
     out = head(torch.tensor(X)).detach().numpy()
-    np.testing.assert_allclose(out, effective_predictor(model, effective_params(model, theta), X), rtol=1e-12)
+    np.testing.assert_allclose(
+        out, effective_predictor(model, effective_params(model, theta), X), rtol=1e-12
+    )
     assert head.blocks().vector() == pytest.approx(theta.vector())
 
 
@@ -246,7 +283,7 @@ def test_bad_input():
 
 def test_extreme_scales_stay_finite_or_refuse():
     eff = EffectiveParams(np.array([1e6, -1e6]), 1e6, -1e6, np.array([1e6, 1e6]))
-    with pytest.raises(ValueError, match="not converged"):   # Gauss–Hermite says it cannot
+    with pytest.raises(ValueError, match="not converged"):  # Gauss–Hermite says it cannot
         population_risk(C1, eff, 20)
     assert np.isfinite(population_risk(C1, eff, 20, tol=None))
     assert np.isfinite(population_risk(C1, eff, 8, rule="adaptive"))
@@ -254,7 +291,8 @@ def test_extreme_scales_stay_finite_or_refuse():
 
 
 def test_paper_block_convention_gives_the_same_map(rng):
-    """The paper's eq. (7) on the blocks of Uᵀ (its eq. (12)) is the book's eq-04-map on the blocks of U."""
+    """The paper's eq. (7) on the blocks of Uᵀ (its eq. (12)) is the book's eq-04-map on the blocks
+    of U."""
     d = 3
     model = random_model(rng, d)
     U, V = rng.normal(size=(d + 1, d + 1)), rng.normal(size=(d + 1, d + 1))
@@ -263,7 +301,9 @@ def test_paper_block_convention_gives_the_same_map(rng):
     U11_paper, u12_paper = U.T[:d, :d], U.T[:d, d]  # the paper partitions Uᵀ
     v21 = V[-1, :d]
     np.testing.assert_allclose(eff.w, U11_paper @ model.cov @ v21, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(eff.s, 2 * u12_paper + U11_paper @ model.delta, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        eff.s, 2 * u12_paper + U11_paper @ model.delta, rtol=1e-12, atol=1e-12
+    )
     # the paper's formula applied to the book's blocks is a different (wrong) map
     assert not np.allclose(theta.U11 @ model.cov @ v21, eff.w)
 
@@ -279,7 +319,8 @@ def test_best_linear_attention_checks_its_rule_at_the_minimiser():
 
 
 def _risk_quadpack(model, eff, z_max=12.0):
-    """An independent reference: nested scipy.integrate.quad in standardised coordinates (gate first)."""
+    """An independent reference: nested scipy.integrate.quad in standardised coordinates (gate
+    first)."""
     import math
 
     from scipy.integrate import quad
@@ -302,19 +343,24 @@ def _risk_quadpack(model, eff, z_max=12.0):
                 return math.exp(-0.5 * z2 * z2) * (math.log1p(math.exp(-abs(u))) + max(-u, 0.0))
 
             kink = min(max(-F / gam, -z_max), z_max)
-            return math.exp(-0.5 * z1 * z1) * quad(f, -z_max, z_max, points=[kink], epsabs=1e-15,
-                                                   epsrel=1e-13, limit=200)[0] / (2 * math.pi)
+            return (
+                math.exp(-0.5 * z1 * z1)
+                * quad(f, -z_max, z_max, points=[kink], epsabs=1e-15, epsrel=1e-13, limit=200)[0]
+                / (2 * math.pi)
+            )
 
         gate = min(max((-model.s0 - mu2) / a, -z_max), z_max)
-        total += pc * quad(inner, -z_max, z_max, points=[gate], epsabs=1e-15, epsrel=1e-13, limit=200)[0]
+        total += (
+            pc * quad(inner, -z_max, z_max, points=[gate], epsabs=1e-15, epsrel=1e-13, limit=200)[0]
+        )
     return total
 
 
 def test_adaptive_rule_at_a_sharp_gate_against_quadpack():
-    eff = EffectiveParams(np.array([1.1, -0.9]), 0.4, 0.3, np.array([21.2, 18.8]))   # |s| ≈ 28
+    eff = EffectiveParams(np.array([1.1, -0.9]), 0.4, 0.3, np.array([21.2, 18.8]))  # |s| ≈ 28
     ref = _risk_quadpack(C1, eff)
     assert population_risk(C1, eff, 8, rule="adaptive") == pytest.approx(ref, abs=1e-13)
-    assert abs(population_risk(C1, eff, 80, tol=None) - ref) > 1e-4          # Gauss–Hermite is lost
+    assert abs(population_risk(C1, eff, 80, tol=None) - ref) > 1e-4  # Gauss–Hermite is lost
     with pytest.raises(ValueError, match="rule='adaptive'"):
         population_risk(C1, eff, 80)
 
@@ -325,7 +371,7 @@ def test_adaptive_rule_on_random_models(rng):
         eff = effective_params(model, random_theta(rng, 3, 0.4))
         R_ad, g_ad = population_risk_grad(model, eff, 10, rule="adaptive")
         assert R_ad == pytest.approx(_risk_quadpack(model, eff), abs=1e-12)
-        _, g_gh = population_risk_grad(model, eff, 100)      # where Gauss–Hermite converges
+        _, g_gh = population_risk_grad(model, eff, 100)  # where Gauss–Hermite converges
         np.testing.assert_allclose(flat(g_ad), flat(g_gh), atol=1e-9)
 
 
@@ -366,7 +412,10 @@ def test_gradient_flow_matches_small_step_descent(rng):
     flow = gradient_flow(C1, theta0, [0.0, 0.5, 1.0], 30, rtol=1e-10, atol=1e-12)
     assert flow.t[0] == 0.0 and flow.nfev > 0
     np.testing.assert_allclose(flow.thetas[0].vector(), theta0.vector())
-    ends = [population_gradient_descent(C1, theta0, lr, int(round(1.0 / lr)), 30).vector() for lr in (0.01, 0.005)]
+    ends = [
+        population_gradient_descent(C1, theta0, lr, int(round(1.0 / lr)), 30).vector()
+        for lr in (0.01, 0.005)
+    ]
     # explicit Euler is first order: halving the step halves its distance to the flow
     err = [np.linalg.norm(e - flow.thetas[-1].vector()) for e in ends]
     assert err[1] < 0.6 * err[0] and err[1] < 1e-3
@@ -389,16 +438,23 @@ def test_valley_excess_is_the_refitted_excess_to_second_order():
             R, g = population_risk_grad(C1, EffectiveParams(x[:2], x[2], r, s), 40)
             return R, np.concatenate([g.w, [g.b]])
 
-        best = minimize(f, np.concatenate([w_star, [b_star - 0.6 * r]]), jac=True, method="BFGS",
-                        options={"gtol": 1e-13}).fun - C1.bayes_risk(40)
+        best = minimize(
+            f,
+            np.concatenate([w_star, [b_star - 0.6 * r]]),
+            jac=True,
+            method="BFGS",
+            options={"gtol": 1e-13},
+        ).fun - C1.bayes_risk(40)
         assert abs(best - V) <= remainder + 1e-13
         assert valley_excess(C1, r, s, refit=False)[0] > 10 * V
         values.append(V)
-    ratios = np.array(values[:-1]) / np.array(values[1:])       # 16(1 + O(ε)): extrapolate
-    assert 2 * ratios[1] - ratios[0] == pytest.approx(16, rel=0.05)   # quartic when σ''(s0) ≠ 0
+    ratios = np.array(values[:-1]) / np.array(values[1:])  # 16(1 + O(ε)): extrapolate
+    assert 2 * ratios[1] - ratios[0] == pytest.approx(16, rel=0.05)  # quartic when σ''(s0) ≠ 0
     balanced = LDAModel(0.5, [1.0, 0.0], [-1.0, 0.0], np.eye(2))
-    ratio = valley_excess(balanced, 1.0, [0.2, 0.1])[0] / valley_excess(balanced, 1.0, [0.1, 0.05])[0]
-    assert ratio == pytest.approx(64, rel=0.1)                       # sixth order at π+ = 1/2
+    ratio = (
+        valley_excess(balanced, 1.0, [0.2, 0.1])[0] / valley_excess(balanced, 1.0, [0.1, 0.05])[0]
+    )
+    assert ratio == pytest.approx(64, rel=0.1)  # sixth order at π+ = 1/2
 
 
 def test_sgd_excess_floor_is_the_hessian_trace_formula():
@@ -415,7 +471,7 @@ def test_sgd_excess_floor_is_the_hessian_trace_formula():
     lam = np.clip(np.linalg.eigvalsh((H + H.T) / 2), 0.0, None)
     expected = 0.05 / (4 * 32) * np.sum(lam / (1 - 0.05 * lam / 2))
     floor = sgd_excess_floor(model, theta, 0.05, 32, np.random.default_rng(0), n_samples=400_000)
-    assert floor == pytest.approx(expected, rel=0.02)   # Monte Carlo error of F, ~n^(-1/2)
+    assert floor == pytest.approx(expected, rel=0.02)  # Monte Carlo error of F, ~n^(-1/2)
     with pytest.raises(ValueError, match="unstable"):
         sgd_excess_floor(model, theta, 1e3, 32, np.random.default_rng(0))
     with pytest.raises(TypeError, match="batch"):
@@ -442,8 +498,17 @@ def test_sgd_chains_is_the_torch_sgd_of_the_effective_head(rng):
         return torch.nn.functional.softplus(-Y * head(X)).mean()
 
     head = LDABlocksModule(model, theta0)
-    train(head, sample_xy, loss_fn, batch_size=16, steps=25, lr=0.05, seed=0, optimizer="sgd",
-          progress=False)
+    train(
+        head,
+        sample_xy,
+        loss_fn,
+        batch_size=16,
+        steps=25,
+        lr=0.05,
+        rng=0,
+        optimizer="sgd",
+        progress=False,
+    )
     np.testing.assert_allclose(run.thetas[-1][0].vector(), head.blocks().vector(), atol=1e-12)
     assert list(run.steps) == [0, 5, 10, 15, 20, 25]
     two = sgd_chains(model, theta0, 0.05, 16, 3, np.random.default_rng(4), n_chains=2)
@@ -452,11 +517,11 @@ def test_sgd_chains_is_the_torch_sgd_of_the_effective_head(rng):
         sgd_chains(model, theta0, 0.05, 16, 3, rng, n_chains=0)
 
 
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_origin_constant_is_the_variance_of_the_value(seed):
     """Chapter 4, eq-04-origin: at x = 0 attention is uniform, so C(0) is the variance of the value,
-    v₂₁ᵀΓv₂₁ + r²π₊(1 − π₊), for any head (moved from the chapter: closed form vs finite_prompt_mse)."""
+    v₂₁ᵀΓv₂₁ + r²π₊(1 − π₊), for any head (moved from the chapter: closed form vs
+    finite_prompt_mse)."""
     rng = np.random.default_rng(seed)
     model = random_model(rng, 3)
     pq = model.pi_pos * (1 - model.pi_pos)
@@ -481,3 +546,42 @@ def test_blocks_head_and_token_samplers(rng):
     np.testing.assert_array_equal(tokens.reshape(20, 3), np.column_stack([X, Y]))
     P = C1.class_mixture().sample_tokens(4, 5, 7)
     assert P.shape == (4, 5, 2)
+
+
+# ---------------------------------------------------------------- the constructions' special cases
+def _r_constant_gate(m_neg, pi_pos: float) -> float:
+    model = LDAModel(pi_pos, [1.0, 0.0], m_neg, np.eye(2))
+    return effective_params(model, construction_s0(model)).r
+
+
+def test_construction_2_r_closed_forms():
+    priors = np.array([0.6, 0.51, 0.501, 0.5001])
+    s0s, odd = np.log(priors / (1 - priors)), 2 * priors - 1
+    r_C1 = np.array([_r_constant_gate(C1.m_neg, p) for p in priors])
+    r_m0 = np.array([_r_constant_gate([0.0, 0.0], p) for p in priors])
+    got = np.concatenate([r_C1, r_m0])
+    claimed = np.concatenate([2 * s0s / odd, 2 * (s0s - 1) / odd])
+    # v₂₂ divides a difference of size ~(2π₊−1) by 2π₊−1: relative round-off ~ε/(2π₊−1)
+    np.testing.assert_allclose(got, claimed, rtol=1e-9)
+    # near miss: r bounded in both cases (the C1 formula for m₋₁ = 0 too)
+    assert np.all(np.abs(r_m0 - 2 * s0s / odd) > 1.0)
+
+
+def test_construction_1_noise_at_the_origin():
+    _, b_star = C1.bayes_params()
+    ts = np.linspace(-2, 2, 41)
+    origin = np.zeros((1, 3))
+    C = []
+    for t in ts:
+        U, V = construction_r0(C1, v21=b_star * np.ones(2) + t * np.array([1.0, -1.0])).head()
+        C.append(finite_prompt_mse(C1.token_mixture(), origin, U, V[-1:])[0])
+    C = np.array(C)
+    np.testing.assert_allclose(C, 2 * b_star**2 + 2 * ts**2, rtol=1e-12, atol=1e-12)
+    # near miss: without the intercept part 2b*²
+    assert np.abs(C - 2 * ts**2).min() > 1e3 * 1e-12
+
+
+def test_warmup_prior_bayes_params():
+    w, b = LDAModel(0.75, [1.0, 0.0], [0.0, 1.0], np.eye(2)).bayes_params()
+    np.testing.assert_allclose(np.append(w, b), [1.0, -1.0, np.log(3)], atol=1e-12)
+    assert abs(b - np.log(0.75)) > 1.0  # the log-prior, not the log-odds

@@ -7,8 +7,16 @@ import pytest
 from hypothesis import given, settings
 from scipy import integrate
 
-from gmmlib import GaussianMixture, linear_attention, linear_attention_limit, softmax_attention, softmax_attention_limit
+from gmmlib import (
+    GaussianMixture,
+    linear_attention,
+    linear_attention_limit,
+    softmax_attention,
+    softmax_attention_limit,
+)
 from gmmlib.limits import attention_gates, effective_sample_fraction, finite_prompt_mse
+from gmmlib.checks import converged_quadrature
+from gmmlib.quadrature import expectation
 
 from .conftest import dims, ncomp, random_mixture, seeds
 
@@ -18,9 +26,16 @@ def test_gaussian_limit_is_affine(rng):
     gm = GaussianMixture.gaussian(m, G)
     U, V = rng.normal(size=(2, 2)), rng.normal(size=(3, 2))
     Q = rng.normal(size=(6, 2))
-    np.testing.assert_allclose(softmax_attention_limit(gm, Q, U, V), (m + Q @ U.T @ G) @ V.T, rtol=1e-12)
+    np.testing.assert_allclose(
+        softmax_attention_limit(gm, Q, U, V), (m + Q @ U.T @ G) @ V.T, rtol=1e-12
+    )
     gm0 = GaussianMixture.gaussian(np.zeros(2), G)
-    np.testing.assert_allclose(softmax_attention_limit(gm0, Q, U, V), linear_attention_limit(gm0, Q, U, V), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        softmax_attention_limit(gm0, Q, U, V),
+        linear_attention_limit(gm0, Q, U, V),
+        rtol=1e-12,
+        atol=1e-14,
+    )
 
 
 def test_one_dimensional_limit_by_quadrature():
@@ -40,7 +55,9 @@ def test_limit_is_tilted_mean(seed, K, d):
     rng = np.random.default_rng(seed)
     gm = random_mixture(rng, K, d)
     U, V, z = rng.normal(size=(d, d)), rng.normal(size=(2, d)), rng.normal(size=d)
-    np.testing.assert_allclose(softmax_attention_limit(gm, z, U, V), V @ gm.tilt(U @ z).mean(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        softmax_attention_limit(gm, z, U, V), V @ gm.tilt(U @ z).mean(), rtol=1e-9, atol=1e-12
+    )
     g = attention_gates(gm, z, U)
     np.testing.assert_allclose(g, gm.tilt(U @ z).weights, rtol=1e-9, atol=1e-15)
 
@@ -53,7 +70,9 @@ def test_long_prompt_converges(mixture2d, rng):
     C = finite_prompt_mse(mixture2d, Q, U, V)
     # |T_L - T| is about sqrt(C / L); allow 5 of those.
     assert np.all(np.abs(softmax_attention(X, Q, U, V) - T)[:, 0] < 5 * np.sqrt(C / 10**6))
-    np.testing.assert_allclose(linear_attention(X, Q, U, V), linear_attention_limit(mixture2d, Q, U, V), atol=0.02)
+    np.testing.assert_allclose(
+        linear_attention(X, Q, U, V), linear_attention_limit(mixture2d, Q, U, V), atol=0.02
+    )
 
 
 def test_finite_prompt_law_gaussian_special_case(rng):
@@ -75,7 +94,10 @@ def test_finite_prompt_law_mixture_monte_carlo(mixture2d):
     rng = np.random.default_rng(5)
     X = np.stack([mixture2d.sample(L, rng)[0] for _ in range(R)])
     err = L * np.sum((softmax_attention(X, z, U, V)[:, 0] - T) ** 2, axis=-1)
-    assert abs(err.mean() - finite_prompt_mse(mixture2d, z, U, V)[0]) < 4 * err.std() / np.sqrt(R) + 0.01
+    assert (
+        abs(err.mean() - finite_prompt_mse(mixture2d, z, U, V)[0])
+        < 4 * err.std() / np.sqrt(R) + 0.01
+    )
 
 
 def test_extreme_scales_finite(mixture2d):
@@ -98,7 +120,8 @@ def test_bad_input(mixture2d):
 
 
 def test_prompt_errors_and_correction_against_monte_carlo():
-    # kappa = 1 Gaussian prompt: L * MSE at L = 300 should match C + c1 / L within 4 standard errors.
+    # kappa = 1 Gaussian prompt: L * MSE at L = 300 should match C + c1 / L within 4 standard
+    # errors.
     from gmmlib.limits import finite_prompt_mse_correction, prompt_errors
 
     gm, z, U, V = _kappa_one_gaussian()
@@ -128,7 +151,8 @@ def _kappa_one_gaussian():
 
 
 def test_exact_finite_prompt_error_against_monte_carlo():
-    """Proposition prop-01-exact: the exact L·E‖T_L − T‖² agrees with Monte Carlo at short prompts."""
+    """Proposition prop-01-exact: the exact L·E‖T_L − T‖² agrees with Monte Carlo at short
+    prompts."""
     from gmmlib.limits import finite_prompt_mse_exact, prompt_errors
 
     gm, z, U, V = _kappa_one_gaussian()
@@ -139,7 +163,8 @@ def test_exact_finite_prompt_error_against_monte_carlo():
 
 
 def test_exact_finite_prompt_error_limits():
-    """The exact error tends to C(z), its expansion gives C₁, it converges in n_points, and κ = 0 is exact."""
+    """The exact error tends to C(z), its expansion gives C₁, it converges in n_points, and κ = 0 is
+    exact."""
     from gmmlib.limits import finite_prompt_mse_correction, finite_prompt_mse_exact
 
     gm, z, U, V = _kappa_one_gaussian()
@@ -152,11 +177,15 @@ def test_exact_finite_prompt_error_limits():
     b = finite_prompt_mse_exact(gm, z, U, V, length=30, n_points=240)
     assert np.isclose(a, b, rtol=1e-12)
     # U = 0: uniform weights, the error of a plain mean is exactly tr(VΓVᵀ) at every L
-    assert np.isclose(finite_prompt_mse_exact(gm, z, 0 * U, V, length=7), np.trace(V @ gm.covs[0] @ V.T))
+    assert np.isclose(
+        finite_prompt_mse_exact(gm, z, 0 * U, V, length=7), np.trace(V @ gm.covs[0] @ V.T)
+    )
     both = finite_prompt_mse_exact(gm, np.stack([z, -z]), U, V, length=30)
     assert both.shape == (2,) and np.isclose(both[0], a, rtol=1e-12)
     with pytest.raises(ValueError, match="single Gaussian"):
-        finite_prompt_mse_exact(GaussianMixture([0.5, 0.5], [[0, 0], [1, 1]], [np.eye(2)] * 2), z, U, V, length=5)
+        finite_prompt_mse_exact(
+            GaussianMixture([0.5, 0.5], [[0, 0], [1, 1]], [np.eye(2)] * 2), z, U, V, length=5
+        )
     with pytest.raises(ValueError, match="length"):
         finite_prompt_mse_exact(gm, z, U, V, length=1)
 
@@ -172,8 +201,11 @@ def test_correction_gaussian_closed_form():
         U = scale * np.array([[1.0, 0.0], [0.3, 1.0]])
         a = U @ z
         k, tV, g = a @ G @ a, np.trace(V @ G @ V.T), np.sum((V @ G @ a) ** 2)
-        closed = (-2 * np.exp(3 * k) * (tV + 4 * g) + 3 * np.exp(2 * k) * (tV + 3 * g)
-                  - np.exp(k) * (tV + g))
+        closed = (
+            -2 * np.exp(3 * k) * (tV + 4 * g)
+            + 3 * np.exp(2 * k) * (tV + 3 * g)
+            - np.exp(k) * (tV + g)
+        )
         assert np.isclose(finite_prompt_mse_correction(gm, z, U, V), closed, rtol=1e-12)
 
 
@@ -205,4 +237,76 @@ def test_exact_error_is_finite_at_two_tokens():
     se = err.std() / np.sqrt(err.size)
     assert np.isfinite(exact)
     assert abs(exact / 2 - err.mean()) < 5 * se  # the function returns L·E‖T_L − T‖²
-    assert abs(exact - err.mean()) > 50 * se     # …not E‖T_L − T‖² itself
+    assert abs(exact - err.mean()) > 50 * se  # …not E‖T_L − T‖² itself
+
+
+# ---------------------------------------------------------------- the finite-prompt law on one
+# Gaussian
+M_GAUSS = np.array([0.5, -0.5])
+GAMMA = np.array([[1.0, 0.4], [0.4, 0.6]])
+Z0 = np.array([1.0, 0.5])
+U0 = np.array([[1.0, 0.0], [0.3, 1.0]])
+V_GAUSS = np.array([[1.0, 0.0], [0.5, 1.0]])
+KAPPAS = np.array([0.5, 1.0, 2.0, 3.0])
+
+
+def _U(kappa: float) -> np.ndarray:
+    a0 = U0 @ Z0
+    return U0 * np.sqrt(kappa / (a0 @ GAMMA @ a0))
+
+
+def _law_by_quadrature(gauss: GaussianMixture, n: int) -> np.ndarray:
+    """C(z) and (E w)²/E w² for each κ, from moments of w = exp(aᵀX)."""
+    out = []
+    for k in KAPPAS:
+        a = _U(k) @ Z0
+        Ew, Ew2 = (expectation(lambda X, p=p, a=a: np.exp(p * X @ a), gauss, n) for p in (1, 2))
+        T = expectation(lambda X, a=a: np.exp(X @ a)[:, None] * (X @ V_GAUSS.T), gauss, n) / Ew
+        # noqa: E731
+        wsq = lambda X, a=a, T=T: np.exp(2 * X @ a) * np.sum((X @ V_GAUSS.T - T) ** 2, axis=1)
+        out.append((expectation(wsq, gauss, n) / Ew**2, Ew**2 / Ew2))
+    return np.array(out)
+
+
+def test_gmmlib_finite_prompt_law_on_a_gaussian_matches_quadrature():
+    gauss = GaussianMixture.gaussian(M_GAUSS, GAMMA)
+    quad = converged_quadrature(lambda n: _law_by_quadrature(gauss, n), 60, 90, dim=2)
+    C = np.array([finite_prompt_mse(gauss, Z0, _U(k), V_GAUSS) for k in KAPPAS])
+    frac = np.array([effective_sample_fraction(gauss, Z0, _U(k)) for k in KAPPAS])
+    got = np.c_[C, frac]
+    tol = quad.error.max()
+    assert np.all(np.abs(got - quad.value) <= tol)
+    # the chapter's control: C without its factor e^κ
+    wrong = np.c_[C * np.exp(-KAPPAS), frac]
+    assert np.abs(wrong - quad.value).max() > 1e3 * tol
+
+
+# ---------------------------------------------------------------- the gates' geometry
+GATE_MIX = GaussianMixture(
+    [0.3, 0.3, 0.4],
+    [[-2.0, -1.0], [2.0, -1.0], [0.0, 2.0]],
+    [[[1.0, 0.5], [0.5, 0.8]], [[0.5, -0.2], [-0.2, 1.0]], 0.3 * np.eye(2)],
+)
+U_GATE = np.array([[0.8, 0.2], [-0.1, 0.6]])
+
+
+def test_log_gate_ratios_are_quadratics_with_the_stated_hessian():
+    rng = np.random.default_rng(3)
+    step, pairs = 0.5, [(0, 1), (0, 2), (1, 2)]
+    second_diff, predicted, scale = [], [], 0.0
+    for _ in range(20):
+        z0, h = rng.uniform(-2, 2, size=2), rng.normal(size=2)
+        log_g = np.log(
+            attention_gates(GATE_MIX, np.array([z0 - step * h, z0, z0 + step * h]), U_GATE)
+        )
+        scale = max(scale, np.max(np.abs(log_g)))
+        for k, j in pairs:
+            lo = log_g[:, k] - log_g[:, j]
+            second_diff.append((lo[0] - 2 * lo[1] + lo[2]) / step**2)
+            predicted.append(h @ U_GATE.T @ (GATE_MIX.covs[k] - GATE_MIX.covs[j]) @ U_GATE @ h)
+    second_diff, predicted = np.array(second_diff), np.array(predicted)
+    # exact for a quadratic: round-off of 4 log-gates × (1, 2, 1) / step²
+    tol = 32 * np.finfo(float).eps * scale / step**2
+    np.testing.assert_allclose(second_diff, predicted, rtol=0, atol=tol)
+    # near miss: the quadratic's coefficient read as its curvature (half the second derivative)
+    assert np.abs(second_diff - predicted / 2).max() > 1e3 * tol

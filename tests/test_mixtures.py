@@ -29,7 +29,9 @@ def test_posterior_matches_bayes_rule(mixture2d, rng):
         w * stats.multivariate_normal(m, c).pdf(X)
         for w, m, c in zip(mixture2d.weights, mixture2d.means, mixture2d.covs)
     ])
-    np.testing.assert_allclose(mixture2d.posterior(X), joint / joint.sum(1, keepdims=True), rtol=1e-10)
+    np.testing.assert_allclose(
+        mixture2d.posterior(X), joint / joint.sum(1, keepdims=True), rtol=1e-10
+    )
 
 
 def test_moments_match_monte_carlo(mixture2d):
@@ -100,7 +102,9 @@ def test_tilt_composes(seed, K, d):
     np.testing.assert_allclose(lhs.means, rhs.means, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(lhs.covs, rhs.covs)
     # the cumulant generating function is additive along tilts: K(a+b) = K(a) + K_a(b)
-    assert np.isclose(gm.log_mgf(a + b), gm.log_mgf(a) + gm.tilt(a).log_mgf(b), rtol=1e-10, atol=1e-10)
+    assert np.isclose(
+        gm.log_mgf(a + b), gm.log_mgf(a) + gm.tilt(a).log_mgf(b), rtol=1e-10, atol=1e-10
+    )
 
 
 @settings(max_examples=40, deadline=None)

@@ -123,7 +123,8 @@ def test_a_frame_that_fails_to_render_still_closes_its_figure():
 
 
 def test_renderers_share_one_mathtext_parser_and_draw_the_same_pixels(book_style):
-    """share_mathtext_parses (called by use_book_style): one parser, the same pixels as a fresh one."""
+    """share_mathtext_parses (called by use_book_style): one parser, the same pixels as a fresh
+    one."""
     import copy
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg

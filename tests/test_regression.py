@@ -21,8 +21,12 @@ def test_sample_prompts_shapes_and_labels():
     batch = reg.sample_prompts(SIGMA, n_prompts=7, length=5, rng=0)
     assert batch.tokens.shape == (7, 5, 3) and batch.queries.shape == (7, 1, 3)
     assert batch.targets.shape == (7,) and batch.w.shape == (7, 2)
-    np.testing.assert_allclose(batch.tokens[..., -1], np.einsum("bld,bd->bl", batch.tokens[..., :2], batch.w))
-    np.testing.assert_allclose(batch.targets, np.einsum("bd,bd->b", batch.queries[:, 0, :2], batch.w))
+    np.testing.assert_allclose(
+        batch.tokens[..., -1], np.einsum("bld,bd->bl", batch.tokens[..., :2], batch.w)
+    )
+    np.testing.assert_allclose(
+        batch.targets, np.einsum("bd,bd->b", batch.queries[:, 0, :2], batch.w)
+    )
     assert np.all(batch.queries[..., -1] == 0)
     again = reg.sample_prompts(SIGMA, n_prompts=7, length=5, rng=0)
     np.testing.assert_array_equal(batch.tokens, again.tokens)
@@ -54,7 +58,9 @@ def test_limit_prediction_equals_tilted_mean():
         w, xq = rng.normal(size=2), rng.normal(size=(4, 2))
         queries = np.column_stack([xq, np.zeros(4)])
         ref = softmax_attention_limit(reg.token_law(SIGMA, w), queries, U, V)[:, -1]
-        np.testing.assert_allclose(reg.limit_prediction(SIGMA, A, b, w, xq), ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            reg.limit_prediction(SIGMA, A, b, w, xq), ref, rtol=1e-12, atol=1e-12
+        )
 
 
 def test_population_risk_monte_carlo():
@@ -116,7 +122,9 @@ def test_finite_prompt_optimum_scipy():
 def test_identity_covariance_formula():
     for d in (1, 2, 5):
         for L in (1, 10, 1000):
-            assert np.isclose(reg.optimal_finite_prompt_linear_risk(np.eye(d), L), d * (d + 1) / (L + d + 1))
+            assert np.isclose(
+                reg.optimal_finite_prompt_linear_risk(np.eye(d), L), d * (d + 1) / (L + d + 1)
+            )
     assert np.allclose(reg.optimal_linear_map(SIGMA), np.linalg.inv(SIGMA))
 
 
@@ -129,7 +137,10 @@ def test_gradient_flow_reaches_optimum_and_conserves_balance():
     assert flow.t[0] == 0.0 and flow.nfev > 0 and len(flow.thetas) == t.size
     assert max(abs(th.balance()) for th in flow.thetas) < 1e-10
     np.testing.assert_allclose(flow.stack("A")[0], A0)
-    assert np.max(np.abs(flow.stack("A")[-1] - A_star)) < 1e-8 and abs(flow.stack("b")[-1] - b_star) < 1e-8
+    assert (
+        np.max(np.abs(flow.stack("A")[-1] - A_star)) < 1e-8
+        and abs(flow.stack("b")[-1] - b_star) < 1e-8
+    )
     risk = [reg.population_risk(SIGMA, *th) for th in flow.thetas]
     assert np.all(np.diff(risk) <= 1e-12)
     np.testing.assert_allclose(flow.thetas[-1].head().U[:2, :2], flow.thetas[-1].A)
@@ -180,10 +191,15 @@ def test_head_limit_risk_matches_block_form_and_quadrature_order():
     rng = np.random.default_rng(8)
     A, b = rng.normal(size=(2, 2)), 0.4
     U, V = reg.embed_parameters(A, b)
-    assert np.isclose(reg.head_limit_risk(SIGMA, U, V), reg.population_risk(SIGMA, A, b), rtol=1e-12)
+    assert np.isclose(
+        reg.head_limit_risk(SIGMA, U, V), reg.population_risk(SIGMA, A, b), rtol=1e-12
+    )
     U, V = rng.normal(size=(3, 3)), rng.normal(size=(2, 3))
-    assert np.isclose(reg.head_limit_risk(SIGMA, U, V, n_points=3), reg.head_limit_risk(SIGMA, U, V, n_points=7),
-                      rtol=1e-12)
+    assert np.isclose(
+        reg.head_limit_risk(SIGMA, U, V, n_points=3),
+        reg.head_limit_risk(SIGMA, U, V, n_points=7),
+        rtol=1e-12,
+    )
 
 
 def test_head_limit_risk_monte_carlo_full_head():
@@ -192,13 +208,19 @@ def test_head_limit_risk_monte_carlo_full_head():
     U, V = 0.5 * rng.normal(size=(3, 3)), rng.normal(size=(1, 3))
     n = 3000
     w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
-    sq = np.array([(softmax_attention_limit(reg.token_law(SIGMA, wi), np.r_[x, 0.0], U, V)[-1] - wi @ x) ** 2
-                   for wi, x in zip(w, xq)])
+    sq = np.array(
+        [
+            (softmax_attention_limit(reg.token_law(SIGMA, wi), np.r_[x, 0.0], U, V)[-1] - wi @ x)
+            ** 2
+            for wi, x in zip(w, xq)
+        ]
+    )
     assert abs(sq.mean() - reg.head_limit_risk(SIGMA, U, V)) < 4 * sq.std() / np.sqrt(n)
 
 
 def test_softmax_variance_constant_against_error_law():
-    """Average of gmmlib.limits.finite_prompt_mse over (w, x_q), and the closed form on the family A = cΣ⁻¹."""
+    """Average of gmmlib.limits.finite_prompt_mse over (w, x_q), and the closed form on the family A
+    = cΣ⁻¹."""
     from gmmlib.limits import finite_prompt_mse
 
     rng = np.random.default_rng(10)
@@ -207,7 +229,12 @@ def test_softmax_variance_constant_against_error_law():
     U, V = reg.embed_parameters(A, b)
     n = 3000
     w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
-    vals = np.array([finite_prompt_mse(reg.token_law(SIGMA, wi), np.r_[x, 0.0], U, V[-1:]) for wi, x in zip(w, xq)])
+    vals = np.array(
+        [
+            finite_prompt_mse(reg.token_law(SIGMA, wi), np.r_[x, 0.0], U, V[-1:])
+            for wi, x in zip(w, xq)
+        ]
+    )
     C = reg.softmax_variance_constant(SIGMA, A, b)
     assert abs(vals.mean() - C) < 4 * vals.std() / np.sqrt(n)
     family = np.trace(SIGMA) * (1 - c**2) / (c**2 * (1 - 2 * c**2) ** 2)
@@ -232,7 +259,9 @@ def test_softmax_family_constant_matches_general_formula(d):
     c2 = np.array([0.01, 0.1, 0.2, 0.3, 0.45])
     fam = reg.softmax_family_constant(S, c2)
     assert fam.shape == c2.shape
-    general = [reg.softmax_variance_constant(S, np.sqrt(s) * np.linalg.inv(S), 1 / np.sqrt(s)) for s in c2]
+    general = [
+        reg.softmax_variance_constant(S, np.sqrt(s) * np.linalg.inv(S), 1 / np.sqrt(s)) for s in c2
+    ]
     np.testing.assert_allclose(fam, general, rtol=1e-10)
     assert isinstance(reg.softmax_family_constant(S, 0.1), float)
     for bad in (0.0, 0.5, -0.1, [0.1, 0.7], np.nan):
@@ -257,7 +286,9 @@ def test_noisy_labels_finite_prompt_risk_monte_carlo(L):
     f = lambda m: reg.finite_prompt_linear_risk(SIGMA, m.reshape(2, 2), 1.0, L, noise_std=xi)
     res = minimize(f, np.zeros(4), method="BFGS", options={"gtol": 1e-12})
     np.testing.assert_allclose(res.x.reshape(2, 2), G, atol=1e-6)
-    assert np.isclose(res.fun, reg.optimal_finite_prompt_linear_risk(SIGMA, L, noise_std=xi), rtol=1e-9)
+    assert np.isclose(
+        res.fun, reg.optimal_finite_prompt_linear_risk(SIGMA, L, noise_std=xi), rtol=1e-9
+    )
 
 
 def test_noisy_labels_limits():
@@ -268,22 +299,34 @@ def test_noisy_labels_limits():
     rng = np.random.default_rng(30)
     A, b = 0.3 * rng.normal(size=(2, 2)), 0.9
     U, V = reg.embed_parameters(A, b)
-    assert np.isclose(reg.head_limit_risk(SIGMA, U, V, noise_std=xi), reg.population_risk(SIGMA, A, b, noise_std=xi))
-    assert np.isclose(reg.population_risk(SIGMA, A, b, noise_std=xi) - reg.population_risk(SIGMA, A, b), xi**2)
+    assert np.isclose(
+        reg.head_limit_risk(SIGMA, U, V, noise_std=xi),
+        reg.population_risk(SIGMA, A, b, noise_std=xi),
+    )
+    assert np.isclose(
+        reg.population_risk(SIGMA, A, b, noise_std=xi) - reg.population_risk(SIGMA, A, b), xi**2
+    )
     n = 3000
     w, xq = rng.standard_normal((n, 2)), rng.multivariate_normal(np.zeros(2), SIGMA, size=n)
-    vals = np.array([finite_prompt_mse(reg.token_law(SIGMA, wi, noise_std=xi), np.r_[x, 0.0], U, V[-1:])
-                     for wi, x in zip(w, xq)])
+    vals = np.array(
+        [
+            finite_prompt_mse(reg.token_law(SIGMA, wi, noise_std=xi), np.r_[x, 0.0], U, V[-1:])
+            for wi, x in zip(w, xq)
+        ]
+    )
     C = reg.softmax_variance_constant(SIGMA, A, b, noise_std=xi)
     assert abs(vals.mean() - C) < 4 * vals.std() / np.sqrt(n)
     c2 = 0.1
     fam = reg.softmax_family_constant(SIGMA, c2, noise_std=xi)
-    general = reg.softmax_variance_constant(SIGMA, np.sqrt(c2) * np.linalg.inv(SIGMA), 1 / np.sqrt(c2), noise_std=xi)
+    general = reg.softmax_variance_constant(
+        SIGMA, np.sqrt(c2) * np.linalg.inv(SIGMA), 1 / np.sqrt(c2), noise_std=xi
+    )
     assert np.isclose(fam, general, rtol=1e-12)
 
 
 def test_head_map_is_the_odd_part_of_the_prediction():
-    """The prediction's part odd in w is wᵀΣPx_q with P = v_y U_xx + v_x u_yxᵀ (bA for a block head)."""
+    """The prediction's part odd in w is wᵀΣPx_q with P = v_y U_xx + v_x u_yxᵀ (bA for a block
+    head)."""
     rng = np.random.default_rng(31)
     A, b = rng.normal(size=(2, 2)), 0.8
     np.testing.assert_allclose(reg.head_map(*reg.embed_parameters(A, b)), b * A)
@@ -297,10 +340,11 @@ def test_head_map_is_the_odd_part_of_the_prediction():
 
 @pytest.mark.parametrize("L", [4, 16, 64, 1000])
 def test_optimal_finite_risk_equals_eigenvalue_sum(L):
-    """eq-02-finite-optimum: tr Σ − tr(Σ²Γ*_L) = Σᵢ λᵢ(λᵢ + trΣ)/((L + 1)λᵢ + trΣ) (moved from Chapter 2)."""
+    """eq-02-finite-optimum: tr Σ − tr(Σ²Γ*_L) = Σᵢ λᵢ(λᵢ + trΣ)/((L + 1)λᵢ + trΣ) (moved from
+    Chapter 2)."""
     Sigma = np.array([[1.0, 0.3], [0.3, 0.5]])
     lam, t = np.linalg.eigvalsh(Sigma), np.trace(Sigma)
     eig_sum = np.sum(lam * (lam + t) / ((L + 1) * lam + t))
     assert np.isclose(reg.optimal_finite_prompt_linear_risk(Sigma, L), eig_sum, rtol=1e-12)
-    wrong = np.sum(lam * (lam + t) / (L * lam + t))   # L in place of L + 1
+    wrong = np.sum(lam * (lam + t) / (L * lam + t))  # L in place of L + 1
     assert not np.isclose(reg.optimal_finite_prompt_linear_risk(Sigma, L), wrong, rtol=1e-6)

@@ -1,4 +1,5 @@
-"""gmmlib.selection against independent computations: closed forms, naive loops, scipy, Monte Carlo."""
+"""gmmlib.selection against independent computations: closed forms, naive loops, scipy, Monte
+Carlo."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from gmmlib import GaussianMixture, linear_attention_limit, softmax_attention, softmax_attention_limit
+from gmmlib import (
+    GaussianMixture,
+    linear_attention_limit,
+    softmax_attention,
+    softmax_attention_limit,
+)
 from gmmlib.denoising import bayes_denoiser
 from gmmlib.checks import replicate_mean_se
 from gmmlib.limits import component_linear_limits, shared_covariance_limit
 from gmmlib.attention import Head, PromptBatch
-from gmmlib.classification import xor_posterior_mean
 from gmmlib.selection import (
     TIE,
     LabelledPromptBatch,
@@ -27,6 +32,7 @@ from gmmlib.selection import (
     sample_prompts,
     softmax_log_alignment,
     token_mixture,
+    xor_posterior_mean,
     xor_task,
 )
 
@@ -35,7 +41,9 @@ from .conftest import dims, ncomp, random_mixture, random_spd, seeds
 
 def shared_mixture(rng, K, d):
     G = random_spd(rng, d, 0.5)
-    return GaussianMixture(rng.dirichlet(np.ones(K) * 2), rng.normal(size=(K, d)), np.stack([G] * K))
+    return GaussianMixture(
+        rng.dirichlet(np.ones(K) * 2), rng.normal(size=(K, d)), np.stack([G] * K)
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -44,8 +52,12 @@ def test_shared_covariance_form_matches_gated_experts(seed, K, d):
     rng = np.random.default_rng(seed)
     gm = shared_mixture(rng, K, d)
     U, V, Q = rng.normal(size=(d, d)), rng.normal(size=(2, d)), rng.normal(size=(4, d))
-    np.testing.assert_allclose(shared_covariance_limit(gm, Q, U, V), softmax_attention_limit(gm, Q, U, V),
-                               rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(
+        shared_covariance_limit(gm, Q, U, V),
+        softmax_attention_limit(gm, Q, U, V),
+        rtol=1e-9,
+        atol=1e-10,
+    )
 
 
 def test_shared_covariance_form_rejects_unequal_covariances(mixture2d):
@@ -66,11 +78,15 @@ def test_softmax_alignment_decomposition_is_gated_experts(seed, K, d):
     gm = random_mixture(rng, K, d)
     U, V, Q = 0.5 * rng.normal(size=(d, d)), rng.normal(size=(2, d)), rng.normal(size=(3, d))
     dec = alignment_attention_limit(gm, Q, softmax_log_alignment(U), V, n_points=40)
-    np.testing.assert_allclose(dec.output, softmax_attention_limit(gm, Q, U, V), rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(
+        dec.output, softmax_attention_limit(gm, Q, U, V), rtol=1e-8, atol=1e-9
+    )
     A = Q @ U.T
     logits = gm.tilt_logits(A)
     gates = np.exp(logits - logits.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(dec.responsibilities, gates / gates.sum(axis=1, keepdims=True), atol=1e-9)
+    np.testing.assert_allclose(
+        dec.responsibilities, gates / gates.sum(axis=1, keepdims=True), atol=1e-9
+    )
     experts = (gm.means[None] + np.einsum("kij,nj->nki", gm.covs, A)) @ V.T
     np.testing.assert_allclose(dec.component_outputs, experts, rtol=1e-8, atol=1e-9)
 
@@ -78,7 +94,9 @@ def test_softmax_alignment_decomposition_is_gated_experts(seed, K, d):
 def test_kernel_alignment_is_the_bayes_denoiser(mixture2d, rng):
     Q = rng.normal(size=(6, 2)) * 2
     for h in (0.8, 1.5, 2.5):  # kernels smooth on the components' scale (the quadrature's domain)
-        dec = alignment_attention_limit(mixture2d, Q, gaussian_kernel_log_alignment(h), np.eye(2), n_points=50)
+        dec = alignment_attention_limit(
+            mixture2d, Q, gaussian_kernel_log_alignment(h), np.eye(2), n_points=50
+        )
         np.testing.assert_allclose(dec.output, bayes_denoiser(mixture2d, h, Q), atol=1e-9)
         np.testing.assert_allclose(dec.responsibilities.sum(axis=1), 1.0, atol=1e-14)
 
@@ -104,8 +122,11 @@ def test_alignment_attention_matches_a_naive_loop(rng):
         np.testing.assert_allclose(out[i], V @ (w @ Z) / w.sum(), rtol=1e-10)
     # the softmax alignment reproduces softmax attention
     U = rng.normal(size=(3, 3))
-    np.testing.assert_allclose(alignment_attention(Z, Q, softmax_log_alignment(U), V),
-                               softmax_attention(Z, Q, U, V), rtol=1e-10)
+    np.testing.assert_allclose(
+        alignment_attention(Z, Q, softmax_log_alignment(U), V),
+        softmax_attention(Z, Q, U, V),
+        rtol=1e-10,
+    )
 
 
 def test_alignment_attention_is_finite_at_extreme_scales(rng):
@@ -128,8 +149,12 @@ def test_linear_attention_mixes_with_fixed_weights(mixture2d, rng):
     U, V, Q = rng.normal(size=(2, 2)), rng.normal(size=(3, 2)), rng.normal(size=(5, 2))
     per = component_linear_limits(mixture2d, Q, U, V)
     assert per.shape == (2, 5, 3)
-    np.testing.assert_allclose(np.einsum("k,knp->np", mixture2d.weights, per),
-                               linear_attention_limit(mixture2d, Q, U, V), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        np.einsum("k,knp->np", mixture2d.weights, per),
+        linear_attention_limit(mixture2d, Q, U, V),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     # the single-component value, by a naive formula
     G, m = mixture2d.covs[1], mixture2d.means[1]
     np.testing.assert_allclose(per[1], Q @ U.T @ (G + np.outer(m, m)) @ V.T, rtol=1e-12)
@@ -207,11 +232,15 @@ def test_readout_construction_and_softmax_xor_readout():
     np.testing.assert_allclose(U[:2, :2], 2 * np.eye(2))
     assert V.shape == (1, 3) and V[0, 2] == 1.0
     X = gm.sample(100, 2)[0]
-    out = softmax_attention_limit(token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U, V)[:, 0]
+    out = softmax_attention_limit(token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U, V)[
+        :, 0
+    ]
     np.testing.assert_allclose(out, xor_posterior_mean(X), atol=1e-12)
     # U -> omega U: the readout is tanh(4 omega x1) tanh(4 omega x2) (exercise ex-07-scale)
     U3, V3 = readout_construction(0.5 * np.eye(2), 1, omega=3.0)
-    out3 = softmax_attention_limit(token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U3, V3)[:, 0]
+    out3 = softmax_attention_limit(
+        token_mixture(gm, C), np.hstack([X, np.zeros((100, 1))]), U3, V3
+    )[:, 0]
     np.testing.assert_allclose(out3, np.tanh(12 * X[:, 0]) * np.tanh(12 * X[:, 1]), atol=1e-12)
 
 
@@ -221,7 +250,8 @@ def test_xor_linear_cross_moment_vanishes():
     np.testing.assert_allclose(M[:2, 2], 0.0, atol=1e-15)
 
 
-# ----------------------------------------------------------------------------- replicate statistics, validation, gates
+# ----------------------------------------------------------------------------- replicate
+# statistics, validation, gates
 def test_replicate_mean_se_against_scipy(rng):
     x = rng.normal(size=(20, 3, 2))
     mean, se, k = replicate_mean_se(x, familywise_alpha=0.01)
@@ -234,11 +264,15 @@ def test_validation_errors(mixture2d):
     with pytest.raises(TypeError, match="mixture"):
         shared_covariance_limit("not a mixture", np.zeros(2), np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="queries"):
-        alignment_attention_limit(mixture2d, np.zeros((3, 5)), softmax_log_alignment(np.eye(2)), np.eye(2))
+        alignment_attention_limit(
+            mixture2d, np.zeros((3, 5)), softmax_log_alignment(np.eye(2)), np.eye(2)
+        )
     with pytest.raises(TypeError, match="log_alignment"):
         alignment_attention(np.zeros((4, 2)), np.zeros(2), "nope", np.eye(2))
     with pytest.raises(ValueError, match="V"):
-        alignment_attention(np.zeros((4, 2)), np.zeros(2), softmax_log_alignment(np.eye(2)), np.eye(3))
+        alignment_attention(
+            np.zeros((4, 2)), np.zeros(2), softmax_log_alignment(np.eye(2)), np.eye(3)
+        )
     with pytest.raises(ValueError, match="log_alignment"):
         alignment_attention(np.zeros((4, 2)), np.zeros(2), lambda Q, K: np.zeros((1, 1)), np.eye(2))
     with pytest.raises(ValueError, match="noise_std"):
@@ -267,5 +301,23 @@ def test_gates_at_zero_scale_are_the_priors(seed):
     rng = np.random.default_rng(seed)
     gm = random_mixture(rng, 3, 2)
     Q = rng.normal(size=(50, 2))
-    np.testing.assert_allclose(attention_gates(gm, Q, np.zeros((2, 2))),
-                               np.tile(gm.weights, (50, 1)), atol=1e-15)
+    np.testing.assert_allclose(
+        attention_gates(gm, Q, np.zeros((2, 2))), np.tile(gm.weights, (50, 1)), atol=1e-15
+    )
+
+
+# ---------------------------------------------------------------- XOR's cross moment
+def test_xor_cross_moment_vanishes_both_ways():
+    nu = 2.0
+    xor_x, xor_labels = xor_task(offset=nu, gamma=np.sqrt(0.5))
+    tokens = token_mixture(xor_x, xor_labels)
+    direct = xor_x.weights @ (xor_labels * xor_x.means)
+    cross = tokens.second_moment()[:2, 2]
+    tol = 4 * np.finfo(float).eps * nu
+    np.testing.assert_allclose(direct, 0.0, atol=tol)
+    np.testing.assert_allclose(cross, 0.0, atol=tol)
+    # near miss: the same moment for the separable labels sign(m_k1) is ν·(1, 0)
+    separable = np.sign(xor_x.means[:, :1])
+    sep_tokens = token_mixture(xor_x, separable)
+    np.testing.assert_allclose(sep_tokens.second_moment()[:2, 2], [nu, 0.0], atol=tol)
+    np.testing.assert_allclose(xor_x.weights @ (separable * xor_x.means), [nu, 0.0], atol=tol)

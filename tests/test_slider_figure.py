@@ -172,7 +172,8 @@ def test_moving_a_slider_swaps_the_frame_in_a_real_browser(figure):
 
 
 def test_a_figure_over_the_2_mb_limit_is_refused():
-    """The limit lives in slider_figure: a ValueError naming the figure and the size, not an assert in a chapter."""
+    """The limit lives in slider_figure: a ValueError naming the figure and the size, not an assert
+    in a chapter."""
     from gmmlib.plotting import MAX_SLIDER_BYTES
 
     noise = np.random.default_rng(0).random((200, 200, 3))  # incompressible frames
@@ -191,8 +192,13 @@ def test_interactive_figure_is_the_slider_figure_headless(monkeypatch):
     from gmmlib.plotting import HEADLESS_ENV, SliderFigure, interactive_figure
 
     monkeypatch.setenv(HEADLESS_ENV, "1")
-    fig = interactive_figure(_draw, GRID, alt="x", live={"a": (0.0, 1.0, 0.1), "b": (0.0, 1.0, 0.1)},
-                             start={"a": 0.0, "b": 0.8})
+    fig = interactive_figure(
+        _draw,
+        GRID,
+        alt="x",
+        live={"a": (0.0, 1.0, 0.1), "b": (0.0, 1.0, 0.1)},
+        start={"a": 0.0, "b": 0.8},
+    )
     assert isinstance(fig, SliderFigure) and fig.start == (0, 1) and len(fig.frames) == 6
 
 
@@ -209,8 +215,11 @@ def test_live_sliders_start_where_asked(monkeypatch):
     from gmmlib.plotting import HEADLESS_ENV, live_sliders
 
     monkeypatch.delenv(HEADLESS_ENV, raising=False)
-    widget = live_sliders(lambda lam, k=1: _draw(lam / 3, 0.5), {"lam": (0.5, 3.0, 0.5), "k": (1, 3)},
-                          start={"lam": 2.5})
+    widget = live_sliders(
+        lambda lam, k=1: _draw(lam / 3, 0.5),
+        {"lam": (0.5, 3.0, 0.5), "k": (1, 3)},
+        start={"lam": 2.5},
+    )
     values = {w.description: w.value for w in widget.kwargs_widgets}
     assert values["lam"] == 2.5
     with pytest.raises(ValueError, match="start"):

@@ -45,8 +45,14 @@ def test_there_are_chapters():
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_no_code_cell_over_40_lines(path):
-    long = [(i, len(src.splitlines())) for i, src, _ in _code(path) if len(src.splitlines()) > MAX_CELL_LINES]
-    assert not long, f"{path.name}: cells (index, lines) over {MAX_CELL_LINES} lines: {long}; split them"
+    long = [
+        (i, len(src.splitlines()))
+        for i, src, _ in _code(path)
+        if len(src.splitlines()) > MAX_CELL_LINES
+    ]
+    assert not long, (
+        f"{path.name}: cells (index, lines) over {MAX_CELL_LINES} lines: {long}; split them"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
@@ -57,10 +63,17 @@ def test_no_empty_cell(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_code_lines_fit_the_page(path):
-    wide = [(i, n + 1, len(line)) for i, src, tags in _code(path) if "remove-cell" not in tags
-            for n, line in enumerate(src.splitlines()) if len(line) > MAX_LINE]
-    assert not wide, (f"{path.name}: {len(wide)} code lines wider than {MAX_LINE} characters "
-                      f"(cell, line in cell, length): {wide}")
+    wide = [
+        (i, n + 1, len(line))
+        for i, src, tags in _code(path)
+        if "remove-cell" not in tags
+        for n, line in enumerate(src.splitlines())
+        if len(line) > MAX_LINE
+    ]
+    assert not wide, (
+        f"{path.name}: {len(wide)} code lines wider than {MAX_LINE} characters "
+        f"(cell, line in cell, length): {wide}"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
@@ -70,24 +83,32 @@ def test_no_assert_in_shown_code(path):
         if not _shown(tags):
             continue
         tokens = tokenize.generate_tokens(io.StringIO(_strip_magics(src) + "\n").readline)
-        found += [(i, t.start[0]) for t in tokens if t.type == tokenize.NAME and t.string == "assert"]
-    assert not found, (f"{path.name}: `assert` in shown code (cell, line): {found}; a claim is checked "
-                       "through the ledger, a figure's size by slider_figure itself")
+        found += [
+            (i, t.start[0]) for t in tokens if t.type == tokenize.NAME and t.string == "assert"
+        ]
+    assert not found, (
+        f"{path.name}: `assert` in shown code (cell, line): {found}; a claim is checked "
+        "through the ledger, a figure's size by slider_figure itself"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_last_cell_prints_the_ledger_summary(path):
     code = _code(path)
     assert code and "print(ledger.summary())" in code[-1][1], (
-        f"{path.name}: the last code cell must print(ledger.summary())")
+        f"{path.name}: the last code cell must print(ledger.summary())"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_check_cells_fold_away(path):
-    bare = [i for i, src, tags in _code(path)
-            if re.search(r"^ledger\.(close|within_se|below|above)\(", src, re.M)
-            and not re.search(r"^(fig|ax|plt)\b|plt\.show\(\)", src, re.M)
-            and not tags & {"hide-input", "remove-input", "remove-cell"}]
+    bare = [
+        i
+        for i, src, tags in _code(path)
+        if re.search(r"^ledger\.(close|within_se|below|above)\(", src, re.M)
+        and not re.search(r"^(fig|ax|plt)\b|plt\.show\(\)", src, re.M)
+        and not tags & {"hide-input", "remove-input", "remove-cell"}
+    ]
     assert not bare, f"{path.name}: check cells {bare} should carry the hide-input tag"
 
 
@@ -100,22 +121,38 @@ def test_one_seed_convention(path):
 
 
 def _strip_magics(src: str) -> str:
-    """The cell's source with IPython magics (``%pip``, ``!ls``) replaced by ``pass``, indentation kept."""
-    return "\n".join(line[:len(line) - len(line.lstrip())] + "pass  # magic"
-                     if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
+    """The cell's source with IPython magics (``%pip``, ``!ls``) replaced by ``pass``, indentation
+    kept."""
+    return "\n".join(
+        line[: len(line) - len(line.lstrip())] + "pass  # magic"
+        if line.lstrip().startswith(("%", "!"))
+        else line
+        for line in src.splitlines()
+    )
 
 
 def _joins_statements(src: str) -> bool:
     """True when a ``;`` token (not one inside a string or comment) is followed by more code."""
-    tokens = [t for t in tokenize.generate_tokens(io.StringIO(_strip_magics(src) + "\n").readline)
-              if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)]
-    return any(t.type == tokenize.OP and t.string == ";" and nxt.type not in (tokenize.NEWLINE, tokenize.ENDMARKER)
-               for t, nxt in zip(tokens, tokens[1:]))
+    tokens = [
+        t
+        for t in tokenize.generate_tokens(io.StringIO(_strip_magics(src) + "\n").readline)
+        if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+    ]
+    return any(
+        t.type == tokenize.OP
+        and t.string == ";"
+        and nxt.type not in (tokenize.NEWLINE, tokenize.ENDMARKER)
+        for t, nxt in zip(tokens, tokens[1:])
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_no_global_and_no_semicolons(path):
-    bad = [i for i, src, _ in _code(path) if re.search(r"^\s*global\s", src, re.M) or _joins_statements(src)]
+    bad = [
+        i
+        for i, src, _ in _code(path)
+        if re.search(r"^\s*global\s", src, re.M) or _joins_statements(src)
+    ]
     assert not bad, f"{path.name}: cells {bad} use `global` or join statements with `;`"
 
 
@@ -130,22 +167,42 @@ def test_chapter_code_passes_the_linter(tmp_path):
     for path in CHAPTERS:
         lines = []
         for i, src, _ in _code(path):
-            if src.startswith("# Run this chapter:"):  # the generated setup cell (tests/test_book.py checks it)
+            # the generated setup cell (tests/test_book.py checks it)
+            if src.startswith("# Run this chapter:"):
                 continue
             lines.append(f"# cell {i}\n{_strip_magics(src)}\n")
         (tmp_path / f"{path.stem}.py").write_text("\n".join(lines), encoding="utf-8")
-    # E402/F811: cells import and redefine as a chapter goes; B018: a cell's last expression is its display.
+    # E402/F811: cells import and redefine as a chapter goes; B018: a cell's last expression is its
+    # display.
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
-         "--extend-ignore", "E402,E501,F811,B018", str(tmp_path)],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            "--extend-ignore",
+            "E402,E501,F811,B018",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_every_make_target_is_defined_once():
-    result = subprocess.run(["make", "-n", "-f", str(ROOT / "Makefile"), "help"], cwd=ROOT,
-                            capture_output=True, text=True)
-    assert "overriding recipe" not in result.stderr and "ignoring old recipe" not in result.stderr, result.stderr
+    result = subprocess.run(
+        ["make", "-n", "-f", str(ROOT / "Makefile"), "help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        "overriding recipe" not in result.stderr and "ignoring old recipe" not in result.stderr
+    ), result.stderr
     targets = re.findall(r"^([a-zA-Z_-]+):", (ROOT / "Makefile").read_text(), re.M)
     dupes = sorted({t for t in targets if targets.count(t) > 1})
     assert not dupes, f"Makefile defines these targets more than once: {dupes}"
@@ -155,22 +212,30 @@ def test_every_make_target_is_defined_once():
 #: A decimal with its exponent if any: 0.785, 12.3, 4.076e-4, 4.076\cdot 10^{-4}, 4.076 × 10⁻⁴.
 NUMBER_RE = re.compile(
     r"(?<![\w.])(?P<mantissa>\d+\.\d+)(?![\d.]*\.\d)"
-    r"(?P<exponent>[eE][-+−]?\d+|\s*(?:\\cdot|\\times|·|×)\s*10\^?\{?[-+−⁻]?[\d⁰¹²³⁴⁵⁶⁷⁸⁹]+\}?)?")
-#: Numbers that name a numbered result of a paper or of the book, not a measurement ("Theorem 3.10").
+    r"(?P<exponent>[eE][-+−]?\d+|\s*(?:\\cdot|\\times|·|×)\s*10\^?\{?[-+−⁻]?[\d⁰¹²³⁴⁵⁶⁷⁸⁹]+\}?)?"
+)
+# : Numbers that name a numbered result of a paper or of the book, not a measurement ("Theorem
+# 3.10").
 REFERENCE_WORDS = re.compile(
     r"(?:Theorem|Proposition|Lemma|Corollary|Section|Sections|Figure|Figures|Fig\.|Eq\.|Equation|Remark|"
-    r"Definition|Assumption|Example|Table|Chapter|Appendix|§|Algorithm|version|v)\s*~?$", re.I)
+    r"Definition|Assumption|Example|Table|Chapter|Appendix|§|Algorithm|version|v)\s*~?$",
+    re.I,
+)
 _SKIP = [
-    re.compile(r"\{glue(?::\w+)?\}`[^`]*`"),           # glued numbers: computed, not typed
-    re.compile(r"\{(?!math\})[\w:-]+\}`[^`]*`"),       # other roles: references, citations, labels
-    re.compile(r"`[^`\n]*`"),                          # inline code: settings and identifiers
-    re.compile(r"^\s*:(?:label|name|class|tags|status|book|width|height|align|scale|figwidth|figclass|"
-               r"nowrap|number|enumerated):.*$", re.M),  # directive options that are not prose
-    re.compile(r"^\([\w-]+\)=\s*$", re.M),              # targets
-    re.compile(r"<!--.*?-->", re.S),                    # comments
-    re.compile(r"\]\([^)]*\)"),                         # link targets
+    re.compile(r"\{glue(?::\w+)?\}`[^`]*`"),  # glued numbers: computed, not typed
+    re.compile(r"\{(?!math\})[\w:-]+\}`[^`]*`"),  # other roles: references, citations, labels
+    re.compile(r"`[^`\n]*`"),  # inline code: settings and identifiers
+    re.compile(
+        r"^\s*:(?:label|name|class|tags|status|book|width|height|align|scale|figwidth|figclass|"
+        r"nowrap|number|enumerated):.*$",
+        re.M,
+    ),  # directive options that are not prose
+    re.compile(r"^\([\w-]+\)=\s*$", re.M),  # targets
+    re.compile(r"<!--.*?-->", re.S),  # comments
+    re.compile(r"\]\([^)]*\)"),  # link targets
     re.compile(r"https?://\S+"),
-    re.compile(r"\\(?!cdot|times)[A-Za-z]+"),        # LaTeX commands: `\pm0.83` is a number after \pm
+    # LaTeX commands: `\pm0.83` is a number after \pm
+    re.compile(r"\\(?!cdot|times)[A-Za-z]+"),
 ]
 
 
@@ -192,7 +257,8 @@ def exact_numbers() -> dict[str, str]:
 
 
 def _blank(text: str, pattern: re.Pattern) -> str:
-    """Replace every match by spaces of the same layout (newlines kept), so that positions stay put."""
+    """Replace every match by spaces of the same layout (newlines kept), so that positions stay
+    put."""
     return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
@@ -205,14 +271,15 @@ def typed_numbers(text: str) -> list[tuple[int, str]]:
     for m in NUMBER_RE.finditer(text):
         if significant_digits(m["mantissa"]) < 3:
             continue
-        if REFERENCE_WORDS.search(text[max(0, m.start() - 20):m.start()].rstrip()):
+        if REFERENCE_WORDS.search(text[max(0, m.start() - 20) : m.start()].rstrip()):
             continue
         found.append((m.start(), m.group(0).strip()))
     return found
 
 
 def prose_numbers(path: Path) -> list[tuple[int, str, str]]:
-    """``(line in the .md, number, where)`` for each number typed in a chapter's Markdown cells and captions."""
+    """``(line in the .md, number, where)`` for each number typed in a chapter's Markdown cells and
+    captions."""
     raw = path.read_text(encoding="utf-8")
     allowed = exact_numbers()
     out, cursor = [], 0
@@ -246,11 +313,17 @@ def test_the_typed_number_rule():
     assert [n for _, n in found] == ["0.785", "12.3", "4.076e-4", "4.076\\cdot 10^{-4}", "3.9268"]
     assert all(text[i:].startswith(n) for i, n in found)
     # settings, two significant digits, integers, references, glue, code, labels: not measurements
-    fine = ("step 0.6, tolerance 1e-2, L = 10^5, 0.05, 1.5, Theorem 3.10, Section 2.1.3, "
-            "{glue:text}`err:.3g`, `atol=0.125`, {ref}`eq-1.25`, version 0.3.0\n:label: thm-01.234\n")
+    fine = (
+        "step 0.6, tolerance 1e-2, L = 10^5, 0.05, 1.5, Theorem 3.10, Section 2.1.3, "
+        "{glue:text}`err:.3g`, `atol=0.125`, {ref}`eq-1.25`, version 0.3.0\n:label: thm-01.234\n"
+    )
     assert typed_numbers(fine) == []
-    assert [n for _, n in typed_numbers(":caption: a slope of 0.498\n")] == ["0.498"]  # prose options count
-    assert [n for _, n in typed_numbers(r"attractors at $\pm0.8268$, $x\approx1.234$")] == ["0.8268", "1.234"]
+    # prose options count
+    assert [n for _, n in typed_numbers(":caption: a slope of 0.498\n")] == ["0.498"]
+    assert [n for _, n in typed_numbers(r"attractors at $\pm0.8268$, $x\approx1.234$")] == [
+        "0.8268",
+        "1.234",
+    ]
     assert significant_digits("0.100") == 3 and significant_digits("0.05") == 1
 
 
@@ -261,7 +334,8 @@ def test_exact_numbers_are_listed_with_a_reason():
 
 
 def test_no_measured_number_typed_in_the_prose():
-    """Every measured number in prose, captions, admonitions and solutions comes from the computation.
+    """Every measured number in prose, captions, admonitions and solutions comes from the
+    computation.
 
     A decimal with three or more significant digits typed into a chapter's Markdown (outside
     code, ``{glue:...}`` roles and labels) is taken for a measurement: glue it with
@@ -276,6 +350,8 @@ def test_no_measured_number_typed_in_the_prose():
     for line in report:
         name = line.split(":")[0].strip()
         counts[name] = counts.get(name, 0) + 1
-    assert not report, (f"{len(report)} measured numbers typed into the chapters' Markdown "
-                        f"(per chapter: {counts}); glue them or list exact constants in "
-                        "tests/exact_numbers.txt:\n" + "\n".join(report))
+    assert not report, (
+        f"{len(report)} measured numbers typed into the chapters' Markdown "
+        f"(per chapter: {counts}); glue them or list exact constants in "
+        "tests/exact_numbers.txt:\n" + "\n".join(report)
+    )

@@ -1,7 +1,8 @@
-r"""The torch twin of :class:`~gmmlib.attention.Head`: documented and imported as ``gmmlib.attention.AttentionHead``.
+r"""The trainable torch twin of :class:`gmmlib.attention.Head`: :class:`AttentionHead`.
 
-It lives in its own module because it is defined with torch: :mod:`gmmlib.attention` loads
-it on first use, so that numpy-only chapters do not import torch.
+A module of its own because it is defined with torch, which :mod:`gmmlib.attention` does not import:
+numpy-only chapters do not pay for torch. Its forward pass is
+:func:`gmmlib.attention.softmax_attention` (or ``linear_attention``) on tensors, the one formula.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._types import Head
-from .attention import _to_tensor, linear_attention, softmax_attention
+from ._validation import as_tensor, check_rng
+from .attention import Head, linear_attention, softmax_attention
 
 __all__ = ["AttentionHead"]
 
 
 class AttentionHead(nn.Module):
-    r"""One trainable attention head :math:`(\text{tokens}, \text{queries}) \mapsto T_{U,V}`: the torch twin of :class:`Head`.
+    r"""One trainable attention head :math:`(\text{tokens}, \text{queries}) \mapsto T_{U,V}`: the
+    torch twin of :class:`Head`.
 
     :meth:`from_head` starts it at a :class:`Head`; :meth:`head` reads its current parameters back.
 
@@ -35,8 +37,10 @@ class AttentionHead(nn.Module):
         Initial parameters; by default i.i.d. :math:`\mathcal N(0, \text{init\_std}^2)` entries.
     init_std : float
         Standard deviation of the random initialisation.
-    seed : int
-        Seed of the random initialisation (a private generator: no global state is touched).
+    rng : int or numpy.random.Generator
+        The generator of the random initialisation (default 0): an int seeds a private torch
+        generator (``torch.Generator().manual_seed(rng)``); a numpy Generator draws that seed. No
+        global random state is touched.
     dtype : torch.dtype
         Parameter dtype (float64 by default).
     """
@@ -50,7 +54,7 @@ class AttentionHead(nn.Module):
         U0: Any = None,
         V0: Any = None,
         init_std: float = 0.1,
-        seed: int = 0,
+        rng: Any = 0,
         dtype: torch.dtype = torch.float64,
     ) -> None:
         super().__init__()
@@ -62,12 +66,16 @@ class AttentionHead(nn.Module):
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
             raise ValueError(f"p must be a positive integer, got {p!r}")
         self.kind = kind
-        gen = torch.Generator().manual_seed(int(seed))
+        if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
+            seed = int(rng)
+        else:
+            seed = int(check_rng(rng).integers(2**63 - 1))
+        gen = torch.Generator().manual_seed(seed)
 
         def init(value: Any, shape: tuple[int, int], name: str) -> torch.Tensor:
             if value is None:
                 return init_std * torch.randn(shape, generator=gen, dtype=dtype)
-            t = _to_tensor(value, name, dtype).clone()
+            t = as_tensor(value, name, dtype).clone()
             if tuple(t.shape) != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
             return t
@@ -76,7 +84,9 @@ class AttentionHead(nn.Module):
         self.V = nn.Parameter(init(V0, (int(p), int(d)), "V0"))
 
     @classmethod
-    def from_head(cls, head: Head, *, kind: str = "softmax", dtype: torch.dtype = torch.float64) -> "AttentionHead":
+    def from_head(
+        cls, head: Head, *, kind: str = "softmax", dtype: torch.dtype = torch.float64
+    ) -> "AttentionHead":
         """The trainable twin of a :class:`Head`, starting at its ``(U, V)``."""
         if not isinstance(head, Head):
             raise TypeError(f"head must be a gmmlib.attention.Head, got {type(head).__name__}")
@@ -85,12 +95,11 @@ class AttentionHead(nn.Module):
 
     def head(self) -> Head:
         """The current parameters as a :class:`Head` (detached float64 copies)."""
-        return Head(self.U.detach().to(torch.float64).cpu().numpy().copy(),
-                    self.V.detach().to(torch.float64).cpu().numpy().copy())
+        return Head(
+            self.U.detach().to(torch.float64).cpu().numpy().copy(),
+            self.V.detach().to(torch.float64).cpu().numpy().copy(),
+        )
 
     def forward(self, tokens: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         fn = softmax_attention if self.kind == "softmax" else linear_attention
         return fn(tokens, queries, self.U, self.V)
-
-
-AttentionHead.__module__ = "gmmlib.attention"
