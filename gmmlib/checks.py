@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .evidence import Estimate, _array, _fmt
+from .evidence import Estimate, format_number, numeric_array
 from .evidence import converged_quadrature as converged_quadrature
 from .evidence import monte_carlo_mean as monte_carlo_mean
 from .evidence import replicate_mean_se as replicate_mean_se
@@ -199,7 +199,7 @@ def _scalar(x: Any, name: str) -> float:
 
 def _fmt_ref(x: float) -> str:
     """A number that follows a minus sign: negative ones in parentheses."""
-    return f"({_fmt(x)})" if x < 0 else _fmt(x)
+    return f"({format_number(x)})" if x < 0 else format_number(x)
 
 
 def _controls(control: Any) -> list[Control]:
@@ -295,7 +295,7 @@ class Ledger:
             if side not in sides:
                 raise ValueError(f"control {c.name!r}: this check can replace {' or '.join(map(repr, sides))}, "
                                  f"not {side!r}")
-            wrong = np.broadcast_to(_array(c.value, f"control {c.name!r}"), shape)
+            wrong = np.broadcast_to(numeric_array(c.value, f"control {c.name!r}"), shape)
             rejected, shown, margin = run(side, wrong)
             recorded.append({"name": c.name, "replaces": side, "value": shown, "rejected": bool(rejected),
                              "margin": margin})
@@ -322,7 +322,7 @@ class Ledger:
         worst direction it takes :math:`|\delta| > w + |v - e|`; relative to the claim's size
         (or to ``scale`` when the claim is 0), worst entry.
         """
-        size = np.abs(value) if scale is None else np.broadcast_to(_array(scale, "scale"), value.shape)
+        size = np.abs(value) if scale is None else np.broadcast_to(numeric_array(scale, "scale"), value.shape)
         if np.any(size <= 0):
             raise ValueError("the claim is 0 somewhere: give scale= (the size of the quantity) so that the "
                              "check can state the relative error it detects")
@@ -355,7 +355,7 @@ class Ledger:
         controls = _controls(control)
         self._need_control(controls)
         est = reference if isinstance(reference, Estimate) else None
-        v, r = _array(value, "value"), _array(reference, "reference")
+        v, r = numeric_array(value, "value"), numeric_array(reference, "reference")
         if v.shape != r.shape:
             raise ValueError(f"value and reference must have the same shape, got {v.shape} and {r.shape}")
         if v.size == 0:
@@ -375,12 +375,12 @@ class Ledger:
         vi, ri = float(v.flat[i]), float(r.flat[i])
         err, tol = abs(vi - ri), float(bound.flat[i])
         where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = f"|{_fmt(vi)} − {_fmt_ref(ri)}| = {_fmt(err)} {'≤' if passed else '>'} {_fmt(tol)}{where}"
+        comparison = f"|{format_number(vi)} − {_fmt_ref(ri)}| = {format_number(err)} {'≤' if passed else '>'} {format_number(tol)}{where}"
 
         def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             ok, j, b, d = test(w, r) if side == "value" else test(v, w)
             ratio = float(np.max(np.where(b > 0, d / np.where(b > 0, b, 1), np.inf)))
-            return not ok, float(w.flat[j]), f"error {_fmt(ratio)}× the tolerance"
+            return not ok, float(w.flat[j]), f"error {format_number(ratio)}× the tolerance"
 
         recorded = self._apply_controls(controls, ("value", "reference"), v.shape, run)
         detectable = (self._detectable(v, r, np.broadcast_to(bound, v.shape), scale)
@@ -428,10 +428,10 @@ class Ledger:
         if se is None:
             raise TypeError("within_se needs se (or an Estimate with a standard error as the estimate)")
         k = 4.0 if k is None else float(k)
-        v, est = _array(value, "value"), _array(estimate, "estimate")
+        v, est = numeric_array(value, "value"), numeric_array(estimate, "estimate")
         if v.shape != est.shape:
             raise ValueError(f"value and estimate must have the same shape, got {v.shape} and {est.shape}")
-        s = np.broadcast_to(_array(se, "se"), est.shape)
+        s = np.broadcast_to(numeric_array(se, "se"), est.shape)
         if np.any(~np.isfinite(s)) or np.any(s <= 0):
             raise ValueError("se must be positive and finite")
         if k <= 0:
@@ -446,8 +446,8 @@ class Ledger:
         vi, ei, si = float(v.flat[i]), float(est.flat[i]), float(s.flat[i])
         passed = bool(np.all(z <= k))
         where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = (f"|{_fmt(vi)} − {_fmt_ref(ei)}| = {float(z.flat[i]):.2f} se "
-                      f"{'≤' if passed else '>'} {k:.3g} se (se = {_fmt(si)}){where}")
+        comparison = (f"|{format_number(vi)} − {_fmt_ref(ei)}| = {float(z.flat[i]):.2f} se "
+                      f"{'≤' if passed else '>'} {k:.3g} se (se = {format_number(si)}){where}")
 
         def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             zc = zscores(w, est) if side == "value" else zscores(v, w)
@@ -465,8 +465,8 @@ class Ledger:
         """Check ``sign * (v_i - b_i) <= 0`` for every entry; ``sign = 1`` for ≤, ``-1`` for ≥."""
         controls = _controls(control)
         self._need_control(controls)
-        v = _array(value, "value")
-        b = np.broadcast_to(_array(bound, "bound"), v.shape)
+        v = numeric_array(value, "value")
+        b = np.broadcast_to(numeric_array(bound, "bound"), v.shape)
         if v.size == 0:
             raise ValueError("value must not be empty")
 
@@ -480,14 +480,14 @@ class Ledger:
         passed = bool(np.all(gap <= 0))
         where = f" (worst of {v.size})" if v.size > 1 else ""
         ok, bad = ("≤", ">") if sign > 0 else ("≥", "<")
-        comparison = f"{_fmt(vi)} {ok if passed else bad} {_fmt(bi)}{where}"
+        comparison = f"{format_number(vi)} {ok if passed else bad} {format_number(bi)}{where}"
 
         def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             g = gaps(w, b) if side == "value" else gaps(v, w)
             j = int(np.argmax(g))
             wv, wb = (float(w.flat[j]), float(b.flat[j])) if side == "value" else (float(v.flat[j]), float(w.flat[j]))
             rejected = bool(np.any(g > 0))
-            return rejected, float(w.flat[j]), f"{_fmt(wv)} {bad if rejected else ok} {_fmt(wb)}"
+            return rejected, float(w.flat[j]), f"{format_number(wv)} {bad if rejected else ok} {format_number(wb)}"
 
         recorded = self._apply_controls(controls, ("value", "bound"), v.shape, run)
         self._finish(claim, what, method, why, passed, vi, bi, max(sign * (vi - bi), 0.0), bi, comparison,

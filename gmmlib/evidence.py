@@ -89,9 +89,6 @@ def format_number(x: float) -> str:
     return f"{x:.3e}" if ax < 1e-3 or ax >= 1e5 else f"{x:.4g}"
 
 
-# The names gmmlib.checks imported before they were public; removed when it imports the public ones.
-_array, _fmt = numeric_array, format_number
-
 
 #: The multiplier applied to the change between two rule sizes (quadrature) or two steps
 #: (Richardson): the finer value's error is taken to be at most this many times that change.

@@ -139,7 +139,6 @@ def test_every_public_name_is_defined_where_it_is_documented():
 SOURCES = sorted(Path(gmmlib.__file__).parent.glob("*.py"))
 # gmmlib.checks imports evidence's two formatting helpers by their old private names until its
 # import line changes with the ledger's transport (the merge removes this entry).
-PENDING_PRIVATE = {("checks", "_array"), ("checks", "_fmt")}
 
 
 def gmmlib_imports(path: Path):
@@ -167,7 +166,7 @@ def test_no_private_name_is_imported_across_modules():
         for name in names
         if name.startswith("_")
     }
-    assert {(m, n) for m, n, _ in found} <= PENDING_PRIVATE, sorted(found)
+    assert not found, sorted(found)
 
 
 def test_the_modules_import_no_cycle():
