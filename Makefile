@@ -90,19 +90,21 @@ pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the
 	$(MAKE) book
 	$(PY) -m bookkit pdf
 
-bench: $(STAMP) ## Time every chapter in a fresh kernel against the budget, and gmmlib's attention and quadrature (_build/bench.json)
+bench: $(STAMP) ## Every chapter's time and memory against the budget; gmmlib's kernels (_build/bench.md)
 	$(PY) -m bookkit bench
 
 stress: $(STAMP) ## Execute every chapter 5 times in fresh kernels (2 at a time): stalls, failures, run-time spread (_build/stress.json)
-	$(PY) -m bookkit bench --chapters --repeat $(or $(REPEAT),5) --workers 2 --out $(BUILD)/stress.json
+	$(PY) -m bookkit bench --chapters --repeat $(or $(REPEAT),5) --workers 2 \
+	  --out $(BUILD)/stress.json
 
 seeds: $(STAMP) ## Every chapter that draws random numbers under GMMLIB_SEED=1..5 (or SEEDS="1 2 … 20"): _build/seeds.md
-	$(PY) -m bookkit seeds $(if $(SEEDS),--seeds $(SEEDS))
+	$(PY) -m bookkit bench --chapters --seeds $(or $(SEEDS),1 2 3 4 5) --workers 2 \
+	  --out $(BUILD)/seeds.json
 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
 	$(PY) -m bookkit sync
 
-check-sync: $(STAMP) ## Exit non-zero if a chapter's setup cell is not the canonical one (or a line exceeds 79)
+check-sync: $(STAMP) ## Exit non-zero if a setup cell is not the canonical one (lines ≤ 79)
 	$(PY) -m bookkit sync --check
 
 release: $(STAMP) ## Release edition VERSION (make release VERSION=X.Y.Z): two commits, no tag, no push

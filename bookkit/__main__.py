@@ -1,20 +1,14 @@
-"""``python -m bookkit run|bench|stress|seeds|sync|release|pdf [...]``: the Makefile's commands."""
+"""``python -m bookkit run|bench|sync|release|pdf [...]``: the Makefile's commands."""
 
 import importlib
 import sys
 
-COMMANDS = {"run": "run", "bench": "bench", "stress": "sweeps", "seeds": "sweeps",
-            "sync": "edition", "release": "edition", "pdf": "browser"}
-
-
-def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in COMMANDS:
-        print(__doc__.strip().split(":")[0], file=sys.stderr)
-        return 2
-    module = importlib.import_module(f"bookkit.{COMMANDS[argv[0]]}")
-    shared = argv[0] in ("stress", "seeds", "sync", "release")  # one module, two commands
-    return module.main(argv[1:], argv[0]) if shared else module.main(argv[1:])
-
+MODULES = {"run": "run", "bench": "bench", "sync": "edition", "release": "edition",
+           "pdf": "browser"}
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if len(sys.argv) < 2 or sys.argv[1] not in MODULES:
+        sys.exit(__doc__)
+    module = importlib.import_module(f"bookkit.{MODULES[sys.argv[1]]}")
+    sys.exit(module.main(sys.argv[1:]) if MODULES[sys.argv[1]] == "edition"
+             else module.main(sys.argv[2:]))

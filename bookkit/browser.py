@@ -1,11 +1,5 @@
-"""The built book in the system's headless Chromium, MathJax served locally; ``make pdf``.
-
-Nothing is downloaded: the browser is Debian's ``chromium``, MathJax 3 comes from the
-``django-static-mathjax`` wheel, every other request leaving the machine is refused. Used by
-the browser tests and by ``python -m bookkit pdf``, which puts every page's article into one
-document in table-of-contents order, typesets it, opens the solutions and prints
-``_build/pdf/book.pdf`` (A4; without the API page and the execution table).
-"""
+"""The built book in the system's headless Chromium, MathJax served from the local wheel and no
+other request leaving the machine: the browser tests, and ``make pdf`` (:func:`main`)."""
 
 from __future__ import annotations
 
@@ -19,15 +13,11 @@ from pathlib import Path
 
 from . import toc
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage"]  # CI's /dev/shm holds 64 MB
-
 
 def chromium_path() -> str | None:
-    """The system's Chromium, or ``None`` when it is not installed."""
-    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))),
-                None)
+    """The system's Chromium (Debian's ``chromium``), or ``None``."""
+    names = ("chromium", "chromium-browser", "google-chrome")
+    return next(filter(None, map(shutil.which, names)), None)
 
 
 @contextlib.contextmanager
@@ -62,12 +52,14 @@ def browser_page(width: int = 1280, height: int = 1600, color_scheme: str = "lig
         route.fulfill(path=str(path)) if path.is_file() else route.fulfill(status=404, body="")
 
     def only_local(route):
-        local = route.request.url.startswith(("http://127.0.0.1", "file:", "data:", "blob:",
-                                              "about:"))
-        route.continue_() if local else route.abort()
+        local = ("http://127.0.0.1", "file:", "data:", "blob:", "about:")
+        route.continue_() if route.request.url.startswith(local) else route.abort()
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+    with sync_playwright() as p:  # CI's container gives /dev/shm 64 MB: too little
+        browser = p.chromium.launch(executable_path=exe, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage"])
         try:
             context = browser.new_context(viewport={"width": width, "height": height},
                                           color_scheme=color_scheme)
@@ -87,25 +79,15 @@ def wait_for_math(page, timeout_ms: int = 30_000) -> bool:
     return True
 
 
-PRINT_CSS = """
-.bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .bd-footer-article, .prev-next-area,
-.bd-header-article, .header-article-items, #pst-back-to-top, .bd-footer, .bd-search,
-.headerlink, .toggle-details__summary .tb-icon, .onlyprint { display: none !important; }
-.bd-main .bd-content .bd-article-container, .bd-page-width, .bd-main .bd-content {
-  max-width: 100% !important; }
-article.bd-article h1 { display: block !important; }  /* the theme prints no h1 */
-.book-part { break-before: page; }  .book-part:first-child { break-before: auto; }
-figure, .cell_output img, div.proof, div.theorem, div.lemma, div.proposition,
-  table { break-inside: avoid; }
-"""
-ASSEMBLE_JS = """async (pages) => {
-  const article = document.querySelector('article.bd-article');
+# every page's article in one document, typeset, solutions open, images loaded
+ASSEMBLE = """async (pages) => {
   const parts = await Promise.all(pages.map(async (page) => {
     const html = await (await fetch(page + '.html')).text();
     const doc = new DOMParser().parseFromString(html, 'text/html');
-    return '<section class="book-part">' + doc.querySelector('article.bd-article').innerHTML
-      + '</section>'; }));
-  article.innerHTML = parts.join('\\n');
+    const body = doc.querySelector('article.bd-article').innerHTML;
+    return `<section class="book-part">${body}</section>`;
+  }));
+  document.querySelector('article.bd-article').innerHTML = parts.join('\\n');
   document.querySelectorAll('details').forEach(d => d.open = true);
   MathJax.typesetClear();
   await MathJax.typesetPromise();
@@ -116,7 +98,8 @@ ASSEMBLE_JS = """async (pages) => {
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the built book (``_build/html``) to ``_build/pdf/book.pdf``."""
+    """``make pdf``: the built book, but its API page and execution table, as ``book.pdf``
+    (A4, printed with the print rules of ``_static/book.css``)."""
     html, out = toc.ROOT / "_build" / "html", toc.ROOT / "_build" / "pdf" / "book.pdf"
     pages = [p for p in toc.pages() if p.name not in ("api", "exec_status")]
     missing = [p.docname for p in pages if not (html / f"{p.docname}.html").is_file()]
@@ -127,11 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     first = next(p for p in pages if p.is_chapter)  # a chapter has mathematics: MathJax loads
     with serve(html) as base, browser_page(width=1100, height=1400) as page:
         page.goto(f"{base}/{first.docname}.html", wait_until="load")
-        if not wait_for_math(page, timeout_ms=120_000):
-            print("error: the template page loads no MathJax", file=sys.stderr)
-            return 1
-        n_math = page.evaluate(ASSEMBLE_JS, [p.name for p in pages])
-        page.add_style_tag(content=PRINT_CSS)
+        wait_for_math(page, timeout_ms=120_000)
+        n_math = page.evaluate(ASSEMBLE, [p.name for p in pages])
         page.emulate_media(media="print")
         page.pdf(path=str(out), format="A4", print_background=True, scale=0.78,
                  margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},

@@ -83,19 +83,6 @@ def chapters(root: Path = ROOT) -> list[Path]:
     return sorted((root / "book").glob("[0-9][0-9]_*.md"))
 
 
-def _setup_index(nb) -> int | None:
-    return next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
-
-
-def _problem(nb, source: str) -> str | None:
-    i = _setup_index(nb)
-    if i is None or nb.cells[i].source != source:
-        return "its first code cell is not the canonical setup cell"
-    if not set(SETUP_TAGS) <= set(nb.cells[i].metadata.get("tags", [])):
-        return f"its setup cell lacks the tags {SETUP_TAGS}"
-    return None
-
-
 def edition_problems(root: Path = ROOT) -> list[str]:
     """Why the version and the launch buttons' ``repository.branch`` disagree (none: ``[]``)."""
     version, branch = read_version(root), read_repository(root)[1]
@@ -106,53 +93,44 @@ def edition_problems(root: Path = ROOT) -> list[str]:
     return []
 
 
-def check(root: Path = ROOT) -> list[tuple[Path, str]]:
-    """``(file, reason)`` for the configuration and every chapter whose setup cell is wrong."""
-    import jupytext
-
-    source = canonical_source(root)
-    problems = [(root / "_config.yml", why) for why in edition_problems(root)]
-    problems += [(root / "_config.yml", f"the setup cell's line {n} has {len(line)} characters, "
-                  f"more than {WIDTH}: shorten repository.url or the cell")
-                 for n, line in enumerate(source.splitlines(), 1) if len(line) > WIDTH]
-    found = [(path, _problem(jupytext.read(path), source)) for path in chapters(root)]
-    return problems + [(path, why) for path, why in found if why]
-
-
-def sync(root: Path = ROOT) -> list[Path]:
-    """Make every chapter's first code cell the canonical setup cell (a setup cell is replaced,
-    other code is kept below a new one); write the ``.md`` and its ``.ipynb`` without outputs.
-    Returns the chapters that changed."""
+def sync(root: Path = ROOT, write: bool = True) -> list[tuple[Path, str]]:
+    """``(chapter, why)`` for each chapter whose first code cell is not the canonical setup cell
+    with its tags; with ``write``, replace its setup cell (or put one above its code) and write
+    the ``.md``, then its paired ``.ipynb`` (``jupytext --sync``: cell ids kept, no outputs)."""
     import jupytext
     import nbformat
     from jupytext.cli import jupytext as jupytext_cli
 
-    source, changed = canonical_source(root), []
+    source, found = canonical_source(root), []
     for path in chapters(root):
         nb = jupytext.read(path)
-        if not _problem(nb, source):
+        i = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
+        cell = nb.cells[i] if i is not None else nbformat.v4.new_code_cell("")
+        good = cell.source == source and set(SETUP_TAGS) <= set(cell.metadata.get("tags", []))
+        if not good:
+            found.append((path, f"its first code cell is not the setup cell tagged {SETUP_TAGS}"))
+        if good or not write:
             continue
-        i = _setup_index(nb)
-        if i is not None and nb.cells[i].source.lstrip().startswith(SETUP_MARKER):
-            nb.cells[i].source = source
-        else:
-            i = 0
-            nb.cells.insert(0, nbformat.v4.new_code_cell(source))
-        tags = list(nb.cells[i].metadata.get("tags", []))
-        nb.cells[i].metadata["tags"] = tags + [t for t in SETUP_TAGS if t not in tags]
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
+        if not cell.source.lstrip().startswith(SETUP_MARKER):
+            cell = nbformat.v4.new_code_cell("")
+            nb.cells.insert(0, cell)
+        tags = list(cell.metadata.get("tags", []))
+        cell.source, cell.metadata["tags"] = source, tags + [t for t in SETUP_TAGS if t not in tags]
         jupytext.write(nb, path, fmt="md:myst")
-        jupytext_cli(["--sync", "--quiet", str(path)])  # the .ipynb keeps its cell ids
-        changed.append(path)
-    return changed
+        jupytext_cli(["--sync", "--quiet", str(path)])
+    return found
+
+
+def check(root: Path = ROOT) -> list[tuple[Path, str]]:
+    """``(file, why)`` for the configuration and for every chapter whose setup cell is wrong."""
+    long = [(root / "_config.yml", f"the setup cell's line {n} has {len(line)} characters, more "
+             f"than {WIDTH}: shorten repository.url or the cell")
+            for n, line in enumerate(canonical_source(root).splitlines(), 1) if len(line) > WIDTH]
+    return [(root / "_config.yml", why) for why in edition_problems(root)] + long + \
+        sync(root, write=False)
 
 
 # ------------------------------------------------------------------------------- make release
-EDITED = ["gmmlib/__init__.py", "_config.yml", "CITATION.cff", "CHANGELOG.md"]
-
-
 def git(root: Path, *args: str, check: bool = True) -> str:
     run = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
     if check and run.returncode:
@@ -160,70 +138,63 @@ def git(root: Path, *args: str, check: bool = True) -> str:
     return run.stdout.strip()
 
 
-def _edit(root: Path, name: str, pattern: str, repl, count: int = 1) -> None:
+def _edit(root: Path, name: str, pattern: str, repl, flags: int = 0) -> None:
     path = root / name
-    text, n = re.subn(pattern, repl, path.read_text(encoding="utf-8"), count=count, flags=re.M)
+    text, n = re.subn(pattern, repl, path.read_text(encoding="utf-8"), count=1,
+                      flags=flags | re.M)
     if n == 0:
         raise ValueError(f"{path}: nothing matches {pattern!r}")
     path.write_text(text, encoding="utf-8")
 
 
 def _set_edition(root: Path, version: str, branch: str, date: str | None) -> None:
-    """The version, the launch buttons' branch, CITATION.cff (its date only for a release)."""
+    """The version, the launch buttons' branch, CITATION.cff (its date for a release only)."""
     _edit(root, "gmmlib/__init__.py", r'^__version__ = "[^"]*"', f'__version__ = "{version}"')
     _edit(root, "_config.yml", r"^(repository:\n(?:[ \t]+.*\n|\s*\n)*?[ \t]+branch:[ \t]*).*$",
           lambda m: m.group(1) + branch)
     dated = f'\ndate-released: "{date}"' if date else ""
     _edit(root, "CITATION.cff", r"^version:.*(\ndate-released:.*)?$", f"version: {version}{dated}")
-
-
-def _release_changelog(root: Path, version: str, date: str) -> None:
-    """``## Unreleased`` becomes ``## <version> — <date>`` (an empty Errata heading dropped)."""
-    text = (root / "CHANGELOG.md").read_text(encoding="utf-8")
-    match = re.search(r"^## Unreleased[^\n]*\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    if not match:
-        raise ValueError("CHANGELOG.md: no `## Unreleased` section to release")
-    body = re.sub(r"^### Errata\n\s*(?=^### |\Z)", "", match.group(1), flags=re.M)
-    if not re.search(r"^\s*[-*] ", body, re.M):
-        raise ValueError("CHANGELOG.md: `## Unreleased` lists no change: say what the edition "
-                         "changes before releasing it")
-    text = text[:match.start()] + f"## {version} — {date}\n{body.rstrip()}\n\n" + text[match.end():]
-    (root / "CHANGELOG.md").write_text(text, encoding="utf-8")
+    sync(root)
 
 
 def release(root: Path, version: str, next_version: str | None = None,
             date: str | None = None) -> tuple[str, str]:
-    """The release commit and the development commit after it; returns their shas."""
+    """The release commit, then the commit that starts the next development version (default
+    ``X.(Y+1).0.dev0``); returns their shas. No tag, no push."""
     if not re.fullmatch(r"\d+\.\d+\.\d+", version):
         raise ValueError(f"VERSION: expected X.Y.Z (for example 0.3.0), got {version!r}")
-    if not is_development(read_version(root)):
-        raise ValueError(f"gmmlib holds {read_version(root)}, not a development version")
     x, y, _ = version.split(".")
     next_version = next_version or f"{x}.{int(y) + 1}.0.dev0"
     if not re.fullmatch(r"\d+\.\d+\.\d+\.dev\d+", next_version):
         raise ValueError(f"--next: expected X.Y.Z.devN, got {next_version!r}")
+    if not is_development(read_version(root)):
+        raise ValueError(f"gmmlib holds {read_version(root)}, not a development version")
     if git(root, "tag", "--list", f"v{version}"):
         raise ValueError(f"the tag v{version} exists already")
-    paths = EDITED + [str(p.relative_to(root)) for md in chapters(root)
-                      for p in (md, md.with_suffix(".ipynb")) if p.exists()]
+    paths = ["gmmlib/__init__.py", "_config.yml", "CITATION.cff", "CHANGELOG.md"] + [
+        str(p.relative_to(root)) for md in chapters(root) for p in (md, md.with_suffix(".ipynb"))
+        if p.exists()]
     if git(root, "status", "--porcelain", "--", *paths):
         raise ValueError("commit or set aside the changes to " + " ".join(paths))
     date, branch = date or datetime.date.today().isoformat(), read_repository(root)[1]
-    shas = []
-    for step in ("release", "development"):
-        if step == "release":
-            _set_edition(root, version, f"v{version}", date)
-            _release_changelog(root, version, date)
-            message = f"Release {version}: setup cells and launch buttons at v{version}"
-        else:
-            _set_edition(root, next_version, "main" if branch.startswith("v") else branch, None)
-            _edit(root, "CHANGELOG.md", r"^(?=## )", "## Unreleased\n\n")
-            message = f"Start {next_version} (setup cells and launch buttons back on main)"
-        sync(root)
+
+    def commit(message: str) -> str:
         git(root, "add", "--", *paths)
         git(root, "commit", "-q", "-m", message, "--", *paths)
-        shas.append(git(root, "rev-parse", "HEAD"))
-    return shas[0], shas[1]
+        return git(root, "rev-parse", "HEAD")
+
+    def notes(match: re.Match) -> str:
+        body = re.sub(r"^### Errata\n\s*(?=^### |\Z)", "", match.group(1), flags=re.M)
+        if not re.search(r"^\s*[-*] ", body, re.M):
+            raise ValueError("CHANGELOG.md: `## Unreleased` lists no change: say what it changes")
+        return f"## {version} — {date}\n{body.rstrip()}\n\n"
+
+    _set_edition(root, version, f"v{version}", date)
+    _edit(root, "CHANGELOG.md", r"^## Unreleased[^\n]*\n(.*?)(?=^## |\Z)", notes, re.S)
+    released = commit(f"Release {version}: setup cells and launch buttons at v{version}")
+    _set_edition(root, next_version, "main" if branch.startswith("v") else branch, None)
+    _edit(root, "CHANGELOG.md", r"^(?=## )", "## Unreleased\n\n")
+    return released, commit(f"Start {next_version}: setup cells and launch buttons on main")
 
 
 def pending(root: Path, before: str, after: str) -> tuple[str, str] | None:
@@ -246,38 +217,34 @@ def pending(root: Path, before: str, after: str) -> tuple[str, str] | None:
     return None
 
 
-def main(argv: list[str] | None = None, command: str = "sync") -> int:
+def main(argv: list[str]) -> int:
     """``sync [--check]``: rewrite (or check) the setup cells; ``release X.Y.Z [--next
-    X.Y.Z.devN] [--date D]``: the two commits (no tag, no push); ``release --pending BEFORE
-    AFTER``: the final version to publish among the pushed commits."""
-    parser = argparse.ArgumentParser(prog=f"python -m bookkit {command}", description=main.__doc__)
-    if command == "release":
-        parser.add_argument("version", nargs="?")
-        parser.add_argument("--next", dest="next_version")
-        parser.add_argument("--date")
-        parser.add_argument("--pending", nargs=2, metavar=("BEFORE", "AFTER"))
+    X.Y.Z.devN] [--date D]``: the two commits; ``release --pending BEFORE AFTER``: the final
+    version to publish among the pushed commits (``version=`` and ``commit=`` lines)."""
+    parser = argparse.ArgumentParser(prog="python -m bookkit", description=main.__doc__)
+    parser.add_argument("command", choices=["sync", "release"])
+    parser.add_argument("version", nargs="?")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--next", dest="next_version")
+    parser.add_argument("--date")
+    parser.add_argument("--pending", nargs=2, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--root", type=Path, default=ROOT)
     args = parser.parse_args(argv)
-    if command == "sync":
-        problems = check(args.root) if args.check else []
-        for path, why in problems:
-            print(f"{path.relative_to(args.root)}: {why} (run `make sync`)", file=sys.stderr)
-        done = "checked" if args.check else f"{len(sync(args.root))} rewritten"
-        if not problems:
-            print(f"setup cells of {len(chapters(args.root))} chapters: {done}")
-        return 1 if problems else 0
-    if args.pending:
-        found = pending(args.root, *args.pending)
-        if found:
-            print(f"version={found[0]}\ncommit={found[1]}")
-        return 0
-    if not args.version:
-        parser.error("VERSION is required (make release VERSION=X.Y.Z)")
     try:
-        released, developed = release(args.root, args.version, args.next_version, args.date)
+        if args.command == "sync":
+            problems = check(args.root) if args.check else sync(args.root)
+            for path, why in problems:
+                print(f"{path.relative_to(args.root)}: {why}", file=sys.stderr)
+            done = "wrong (make sync rewrites them)" if args.check else "rewritten"
+            print(f"setup cells of {len(chapters(args.root))} chapters: {len(problems)} {done}")
+            return 1 if problems and args.check else 0
+        if args.pending:
+            found = pending(args.root, *args.pending)
+            print(f"version={found[0]}\ncommit={found[1]}" if found else "", end="\n" * bool(found))
+            return 0
+        released, developed = release(args.root, args.version or "", args.next_version, args.date)
     except (ValueError, RuntimeError) as err:
-        print(f"release: {err}", file=sys.stderr)
+        print(f"{args.command}: {err}", file=sys.stderr)
         return 1
     print(f"Release commit {released[:12]} carries {args.version}, {developed[:12]} starts the next"
           " version: check them, run `make test`, push main (the workflow tags and publishes).")

@@ -1,13 +1,11 @@
 """Execute chapters in fresh kernels with nbclient; a failure names the chapter and the cell.
 
-``python -m bookkit run book/NN_name.md [...]``: a chapter's MyST source (read by jupytext) or
-an ``.ipynb``, never modified; the build's per-cell ``execute.timeout`` and a wall-clock limit
-per chapter apply; the kernel's peak memory is measured.
+A chapter is its MyST source or an ``.ipynb``, never modified; the build's per-cell
+``execute.timeout`` and a wall-clock limit per chapter apply (``python -m bookkit run``).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import threading
@@ -25,15 +23,13 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError
 from .toc import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-CELL_TIMEOUT_S = float(CONFIG["execute"]["timeout"])
-NOTEBOOK_TIMEOUT_S = 600.0
-# Headless: no front end, so gmmlib's sliders make no widget. A widget's stand-in Output in
-# nbclient sends on the shell socket while the cell's reply is awaited there: a lost wake-up.
+CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S = float(CONFIG["execute"]["timeout"]), 600.0
+# No front end: gmmlib's sliders make no widget. A widget's stand-in Output in nbclient sends
+# on the shell socket while the cell's reply is awaited there, and the reply can be lost.
 HEADLESS = {"GMMLIB_HEADLESS": "1"}
 
 
 def first_line(source: str, width: int = 60) -> str:
-    """The first non-blank line of ``source``, cut to ``width`` characters."""
     line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
     return line if len(line) <= width else line[: width - 1] + "…"
 
@@ -45,8 +41,8 @@ def read(path: Path) -> nbformat.NotebookNode:
 
 @dataclass
 class Outcome:
-    """One execution: ``status`` is "ok", "failed" (a cell raised or shows an error), "stalled"
-    (a limit fired) or "crashed" (the kernel died or never started)."""
+    """One execution; ``status``: ok, failed (a cell raised or shows an error), stalled (a limit
+    fired) or crashed (the kernel died or never started)."""
 
     notebook: str
     status: str
@@ -62,33 +58,27 @@ class Outcome:
     def summary(self) -> str:
         if self.ok:
             return f"{self.notebook}: ok in {self.seconds:.1f} s, peak {self.peak_mib:.0f} MiB"
-        return f"{self.notebook}: {self.status.upper()} after {self.seconds:.1f} s\n  {self.message}"
+        return f"{self.notebook}: {self.status.upper()} after {self.seconds:.1f} s: {self.message}"
 
 
-def _watch(client: NotebookClient, stop: threading.Event, seen: dict) -> None:
-    """Poll the kernel's resident memory, with its children's, for the peak."""
+def _peak_memory(client: NotebookClient, stop: threading.Event, seen: dict) -> None:
     import psutil
 
-    while not stop.wait(0.05):
+    while not stop.wait(0.05):  # the kernel's resident memory, with its children's
         try:
             kernel = psutil.Process(client.km.provisioner.pid)
-            seen["rss"] = max(seen["rss"], sum(p.memory_info().rss for p in
-                                               [kernel, *kernel.children(recursive=True)]))
+            procs = [kernel, *kernel.children(recursive=True)]
+            seen["rss"] = max(seen["rss"], sum(p.memory_info().rss for p in procs))
         except (AttributeError, psutil.Error):  # not started yet, or gone
             pass
 
 
 def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
-            notebook_timeout: float = NOTEBOOK_TIMEOUT_S, env: dict | None = None,
-            out_dir: Path | None = None) -> Outcome:
+            notebook_timeout: float = NOTEBOOK_TIMEOUT_S, env: dict | None = None) -> Outcome:
     """Execute ``path`` in a fresh kernel (cwd: its folder); never raises for a bad notebook."""
     path = Path(path).resolve()
-    name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-    nb = read(path)
-    seen = {"cell": None, "end": None, "limit": "", "rss": 0}
-
-    def started(cell, cell_index: int) -> None:
-        seen["cell"] = cell_index
+    name = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    nb, seen = read(path), {"cell": None, "end": None, "limit": "", "rss": 0}
 
     def limit(cell) -> int:  # the per-cell limit, or what the chapter has left if less
         seen["end"] = seen["end"] or time.monotonic() + notebook_timeout
@@ -97,25 +87,22 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
                          else f"the notebook's wall-clock limit of {notebook_timeout:g} s")
         return max(1, round(min(cell_timeout, left)))
 
-    client = NotebookClient(nb, kernel_name="python3", timeout_func=limit, on_cell_start=started,
+    def where(i: int | None) -> str:
+        return f"{name}, cell {i} (`{first_line(nb.cells[i].source)}`)" if i is not None else name
+
+    client = NotebookClient(nb, kernel_name="python3", timeout_func=limit,
+                            on_cell_start=lambda cell, cell_index: seen.update(cell=cell_index),
                             shutdown_kernel="immediate",
                             resources={"metadata": {"path": str(path.parent)}})
-    stop = threading.Event()
-    threading.Thread(target=_watch, args=(client, stop, seen), daemon=True).start()
-    start = time.perf_counter()
-    status, message = "ok", ""
-
-    def where(i):
-        return f"{name}, cell {i} (`{first_line(nb.cells[i].source)}`)" if i is not None \
-            else f"{name}, before the first cell"
-
+    stop, start, status, message = threading.Event(), time.perf_counter(), "ok", ""
+    threading.Thread(target=_peak_memory, args=(client, stop, seen), daemon=True).start()
     try:
         client.execute(env={**os.environ, **(env or {}), **HEADLESS})
     except CellTimeoutError:
-        status = "stalled"
-        message = f"{where(seen['cell'])}: no reply within {seen['limit']}"
+        status, message = "stalled", f"{where(seen['cell'])}: no reply within {seen['limit']}"
     except CellExecutionError as exc:
-        status, message = "failed", f"{where(seen['cell'])}: {exc.ename}: {first_line(exc.evalue, 300)}"
+        error = f"{exc.ename}: {first_line(exc.evalue, 300)}"
+        status, message = "failed", f"{where(seen['cell'])}: {error}"
     except Exception as exc:  # the kernel died, never started, or the file is broken
         status, message = "crashed", f"{where(seen['cell'])}: {type(exc).__name__}: {exc}"
     finally:
@@ -125,22 +112,18 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
              for i, c in enumerate(nb.cells) for o in c.get("outputs", [])
              if o.get("output_type") == "error"]
     if status == "ok" and shown:
-        seen["cell"] = shown[0][0]
-        status, message = "failed", f"{where(shown[0][0])}: its output shows an error: {shown[0][1]}"
-    if out_dir is not None:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, Path(out_dir) / f"{path.stem}.ipynb")
+        (seen["cell"], error), status = shown[0], "failed"
+        message = f"{where(seen['cell'])}: its output shows an error: {error}"
     return Outcome(name, status, round(time.perf_counter() - start, 2), message, seen["cell"],
                    round(seen["rss"] / 2**20, 1))
 
 
-def run_many(jobs: list[tuple[Path, dict]], *, workers: int = 1, report=None,
-             **limits) -> list[Outcome]:
-    """Each ``(chapter, kernel environment)`` in a fresh kernel, ``workers`` at a time; calls
-    ``report(index, outcome)`` as each ends. The outcomes come back in the order of ``jobs``."""
+def run_many(jobs: list[tuple[Path, dict]], workers: int = 1, report=None) -> list[Outcome]:
+    """Each ``(chapter, kernel environment)`` in a fresh kernel, ``workers`` at a time, in the
+    order of ``jobs``; ``report(index, outcome)`` hears each as it ends."""
     def one(i: int) -> Outcome:
-        outcome = execute(jobs[i][0], env=jobs[i][1], **limits)
-        if report is not None:
+        outcome = execute(jobs[i][0], env=jobs[i][1])
+        if report:
             report(i, outcome)
         return outcome
 
@@ -148,17 +131,11 @@ def run_many(jobs: list[tuple[Path, dict]], *, workers: int = 1, report=None,
         return list(pool.map(one, range(len(jobs))))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bookkit run", description=__doc__)
-    parser.add_argument("notebooks", nargs="+", type=Path, help="chapters: .md or .ipynb")
-    parser.add_argument("--out", type=Path, help="folder for the executed .ipynb")
-    parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT_S)
-    parser.add_argument("--notebook-timeout", type=float, default=NOTEBOOK_TIMEOUT_S)
-    args = parser.parse_args(argv)
+def main(argv: list[str]) -> int:
+    """``python -m bookkit run CHAPTER...``: each chapter's outcome; exit 1 if one fails."""
     failed = 0
-    for path in args.notebooks:
-        outcome = execute(path, cell_timeout=args.cell_timeout, out_dir=args.out,
-                          notebook_timeout=args.notebook_timeout)
+    for path in argv:
+        outcome = execute(path)
         print(outcome.summary(), file=sys.stdout if outcome.ok else sys.stderr, flush=True)
         failed += not outcome.ok
     return 1 if failed else 0

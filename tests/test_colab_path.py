@@ -114,7 +114,8 @@ def test_a_chapter_runs_outside_the_repository_in_a_fresh_environment(tmp_path):
     source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
     assert SETUP_LINE.search(source), "the setup cell has no `REPO = ...`, `REF = ...` lines"
     first["source"] = SETUP_LINE.sub(
-        lambda m: f'{m.group(1)}REPO = "file://{clone}"\n{m.group(1)}REF = "{sha}"', source, count=1)
+        lambda m: f'{m.group(1)}REPO = "file://{clone}"\n{m.group(1)}REF = "{sha}"', source,
+        count=1)
     path = reader / Path(CHAPTER).name
     path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
 

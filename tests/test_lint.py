@@ -10,6 +10,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_ruff_is_clean():
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "gmmlib", "tests", "bookkit", "_ext"],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "gmmlib", "tests", "bookkit",
+                             "_ext"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -343,14 +343,15 @@ def test_sync_rewrites_a_copy_of_a_chapter_to_a_new_edition(tmp_path):
     nb = jupytext.read(path)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells[first].source = (
-        f"{edition.SETUP_MARKER} outside the book's repository (Colab, Binder), install gmmlib first.\n"
+        f"{edition.SETUP_MARKER} outside the book's repository (Colab, Binder), install "
+        "gmmlib first.\n"
         "try:\n    import gmmlib\nexcept ImportError:\n"
         '    %pip install -q "gmmlib @ git+https://github.com/softmax-gmm-book/softmax-attention-gmm@main"\n'
         "    import gmmlib")
     others = [c.source for i, c in enumerate(nb.cells) if i != first]
     jupytext.write(nb, path, fmt="md:myst")
     assert [p.name for p, _ in edition.check(root)] == [path.name], "check must flag the old cell"
-    assert edition.main(["--root", str(root)], "sync") == 0
+    assert edition.main(["sync", "--root", str(root)]) == 0
     assert edition.check(root) == [], "after sync the setup cell is canonical"
     assert setup_cell_problems(root) == []
     for file in (path, path.with_suffix(".ipynb")):
@@ -396,9 +397,9 @@ def _git(root: Path, *args: str) -> str:
 
 
 def test_make_release_on_a_throwaway_clone(tmp_path):
-    """`python -m bookkit release 0.3.0` on a clone: the release commit carries 0.3.0, its setup cells
-    and launch buttons point at v0.3.0 and its CHANGELOG entry holds what was Unreleased; the
-    next commit carries 0.4.0.dev0 with everything back on main; nothing is tagged."""
+    """`python -m bookkit release 0.3.0` on a clone: the release commit carries 0.3.0, its setup
+    cells and launch buttons point at v0.3.0 and its CHANGELOG entry holds what was Unreleased;
+    the next commit carries 0.4.0.dev0 with everything back on main; nothing is tagged."""
     import os
 
     clone = tmp_path / "clone"
@@ -421,7 +422,8 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
     _git(clone, "commit", "-q", "-m", "state of the working tree")
     start = _git(clone, "rev-parse", "HEAD")
 
-    run = subprocess.run([sys.executable, "-m", "bookkit", "release", "0.3.0", "--date", "2027-01-15"],
+    run = subprocess.run([sys.executable, "-m", "bookkit", "release", "0.3.0", "--date",
+                          "2027-01-15"],
                          cwd=clone, capture_output=True, text=True, env=_git_env(), timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert _git(clone, "tag", "--list") == "", "the release makes no tag"

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from bookkit import run, seeds
+from bookkit import bench, run
 
 from .conftest import load_repo_module
 
@@ -27,7 +27,8 @@ STALL = "import threading\nthreading.Event().wait()  # nothing ever sets it"
 def _notebook(folder: Path, name: str, *sources: str) -> Path:
     cells = [new_markdown_cell("# A tiny notebook")] + [new_code_cell(s) for s in sources]
     nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
     path = folder / name
     nbformat.write(nb, path)
     return path
@@ -53,8 +54,10 @@ def test_a_failing_cell_is_named_and_a_good_notebook_passes_headless(tmp_path):
     bad = _notebook(tmp_path, "bad.ipynb", "x = 1", "raise ValueError('boom')")
     outcome = run.execute(bad)
     assert outcome.status == "failed"
-    assert outcome.message.endswith("bad.ipynb, cell 2 (`raise ValueError('boom')`): ValueError: boom")
-    good = _notebook(tmp_path, "good.ipynb", "import os\nassert os.environ['GMMLIB_HEADLESS'] == '1'",
+    assert outcome.message.endswith(
+        "bad.ipynb, cell 2 (`raise ValueError('boom')`): ValueError: boom")
+    good = _notebook(tmp_path, "good.ipynb",
+                     "import os\nassert os.environ['GMMLIB_HEADLESS'] == '1'",
                      "import matplotlib.pyplot as plt\nfrom gmmlib.plotting import live_sliders\n"
                      "assert live_sliders(lambda lam: plt.figure(), {'lam': (0.5, 1.0)}) is None")
     outcome = run.execute(good)
@@ -62,24 +65,26 @@ def test_a_failing_cell_is_named_and_a_good_notebook_passes_headless(tmp_path):
 
 
 def test_the_run_command_exits_nonzero_and_says_where(tmp_path):
-    path = _notebook(tmp_path, "stalls.ipynb", STALL)
-    proc = subprocess.run([sys.executable, "-m", "bookkit", "run", str(path), "--cell-timeout", "1"],
+    path = _notebook(tmp_path, "bad.ipynb", "x = 1", "1/0")
+    proc = subprocess.run([sys.executable, "-m", "bookkit", "run", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
-    assert "STALLED" in proc.stderr and "stalls.ipynb, cell 1 (`import threading`)" in proc.stderr
+    assert "bad.ipynb: FAILED" in proc.stderr
+    assert "bad.ipynb, cell 2 (`1/0`): ZeroDivisionError" in proc.stderr
 
 
 def test_a_chapter_runs_from_its_myst_source(tmp_path):
     """The runners take the .md (the source, through jupytext) as well as the .ipynb."""
     src = tmp_path / "ch.md"
-    src.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\nkernelspec:\n"
-                   "  name: python3\n  display_name: Python 3\n  language: python\n---\n\n# A chapter\n\n"
-                   "```{code-cell}\nx = 41\n```\n\n```{code-cell}\nraise ValueError(x + 1)\n```\n")
+    src.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\n"
+                   "kernelspec:\n  name: python3\n  display_name: Python 3\n  language: python\n"
+                   "---\n\n# A chapter\n\n```{code-cell}\nx = 41\n```\n\n"
+                   "```{code-cell}\nraise ValueError(x + 1)\n```\n")
     before = src.read_text()
-    outcome = run.execute(src, out_dir=tmp_path / "out")
+    outcome = run.execute(src)
     assert outcome.status == "failed"
     assert outcome.message.endswith("ch.md, cell 2 (`raise ValueError(x + 1)`): ValueError: 42")
-    assert src.read_text() == before and (tmp_path / "out" / "ch.ipynb").is_file()
+    assert src.read_text() == before, "the source is never modified"
 
 
 def test_the_build_extension_names_chapter_and_cell(tmp_path):
@@ -171,12 +176,14 @@ def test_live_sliders_make_no_widget_headless_and_one_live(monkeypatch):
 def test_seeds_table_names_the_failed_claim():
     failed = run.Outcome("book/ch.md", "failed", 1.0, "book/ch.md, cell 3 (`x`): CheckFailed: "
                          "The claim [prop-02] was not confirmed in chapter 2: the variance")
-    assert seeds.verdict(failed) == "FAIL: prop-02"
+    assert bench.verdict(failed) == "FAIL: prop-02"
     crashed = run.Outcome("book/ch.md", "crashed", 1.0, "book/ch.md: DeadKernelError: [x]")
-    assert seeds.verdict(crashed).startswith("CRASHED: book/ch.md")
-    assert seeds.verdict(run.Outcome("book/ch.md", "ok", 1.0)) == "pass"
-    table = seeds.markdown(["ch"], [1, 2], {("ch", 1): "pass", ("ch", 2): "FAIL: a | b"})
-    assert "| ch | pass | FAIL: a \\| b |" in table
+    assert bench.verdict(crashed).startswith("CRASHED: book/ch.md")
+    assert bench.verdict(run.Outcome("book/ch.md", "ok", 1.0)) == "pass"
+    report = {"budget": bench.budget(), "variants": [{"GMMLIB_SEED": "1"}, {"GMMLIB_SEED": "2"}],
+              "chapters": [{"chapter": "ch", "seconds": 1.0, "max_s": 1.2, "peak_mib": 90,
+                            "verdicts": ["pass", "FAIL: a | b"]}], "book_seconds": 1.0}
+    assert "| ch | 1.0 | 1.2 | 90 | pass | FAIL: a \\| b |" in bench.markdown(report)
 
 
 BAD_FIGURE = ("import matplotlib.pyplot as plt\nplt.plot([0, 1])\n"
@@ -206,6 +213,7 @@ def test_seeds_skips_chapters_that_draw_no_random_number(tmp_path):
     drawn = _notebook(tmp_path, "drawn.ipynb", "from gmmlib.seeding import Seeds\nseeds = Seeds(chapter=1)",
                       "x = seeds.rng('prompts').normal()")
     fixed = _notebook(tmp_path, "fixed.ipynb", "import numpy as np\nx = np.linspace(0, 1, 3)")
-    assert seeds.draws_random_numbers(drawn) and not seeds.draws_random_numbers(fixed)
-    assert seeds.main([str(fixed), "--seeds", "1", "2", "--out", str(tmp_path / "out")]) == 0
-    assert "Skipped (no random draw): fixed" in (tmp_path / "out" / "seeds.md").read_text()
+    assert bench.draws_random_numbers(drawn) and not bench.draws_random_numbers(fixed)
+    out = tmp_path / "out" / "seeds.json"
+    assert bench.main([str(fixed), "--chapters", "--seeds", "1", "2", "--out", str(out)]) == 0
+    assert "Skipped (no random draw): fixed" in out.with_suffix(".md").read_text()
