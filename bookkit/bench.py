@@ -37,9 +37,12 @@ def draws_random_numbers(path: Path) -> bool:
 
 def verdict(outcome: run.Outcome) -> str:
     """``pass``, the claim whose check failed (``CheckFailed`` names it in brackets), or why."""
-    claims = re.findall(r"\[([^\]]+)\]", outcome.message) * ("CheckFailed" in outcome.message)
-    return ("pass" if outcome.ok else f"FAIL: {', '.join(claims)}" if claims
-            else f"{outcome.status.upper()}: {outcome.message}")
+    if outcome.ok:
+        return "pass"
+    failed = "CheckFailed" in outcome.message
+    claims = re.findall(r"\[([^\]]+)\]", outcome.message) if failed else []
+    return f"FAIL: {', '.join(claims)}" if claims else f"{outcome.status.upper()}: " \
+        + outcome.message
 
 
 def sweep(paths: list[Path], variants: list[dict], workers: int = 1) -> dict:
@@ -48,10 +51,13 @@ def sweep(paths: list[Path], variants: list[dict], workers: int = 1) -> dict:
     jobs = [(p, env) for env in variants for p in paths]  # a chapter's runs spread over time
     outcomes = run.run_many(jobs, workers, report=lambda i, o: print(
         f"[{i + 1}/{len(jobs)}] {o.summary()}", flush=True))
-    rows = [{"chapter": p.stem, "seconds": statistics.median(o.seconds for o in runs),
-             "max_s": max(o.seconds for o in runs), "peak_mib": max(o.peak_mib for o in runs),
-             "verdicts": [verdict(o) for o in runs]}
-            for p, runs in ((p, outcomes[i::len(paths)]) for i, p in enumerate(paths))]
+    rows = []
+    for i, path in enumerate(paths):
+        runs = outcomes[i::len(paths)]
+        rows.append({"chapter": path.stem, "seconds": statistics.median(o.seconds for o in runs),
+                     "max_s": max(o.seconds for o in runs),
+                     "peak_mib": max(o.peak_mib for o in runs),
+                     "verdicts": [verdict(o) for o in runs]})
     return {"budget": budget(), "variants": variants, "chapters": rows,
             "book_seconds": round(sum(r["seconds"] for r in rows), 2),
             "ok": all(o.ok for o in outcomes)}
@@ -70,8 +76,9 @@ def markdown(report: dict) -> str:
                  *(v.replace("|", "\\|") for v in r["verdicts"])]
         lines.append(f"| {r['chapter']} | " + " | ".join(cells) + " |")
     total = report["book_seconds"]
-    lines.append(f"\nWhole book {total:.1f} s{' OVER' * (total >= limit['book_s'])}; budget "
-                 f"{limit['chapter_s']:g} s a chapter, {limit['book_s']:g} s the book.")
+    lines.append(f"\n{len(report['chapters'])} chapters: {total:.1f} s"
+                 f"{' OVER' * (total >= limit['book_s'])}; budget {limit['chapter_s']:g} s a "
+                 f"chapter, {limit['book_s']:g} s the book.")
     return "\n".join(lines) + "\n"
 
 

@@ -202,7 +202,8 @@ def pending(root: Path, before: str, after: str) -> tuple[str, str] | None:
     (first parents), at the last commit that carries it; None if none, or if its tag is
     elsewhere. A tag at that very commit counts (a re-run of the workflow replaces assets)."""
     known = set(before or "0") != {"0"} and subprocess.run(
-        ["git", "merge-base", "--is-ancestor", before, after], cwd=root).returncode == 0
+        ["git", "merge-base", "--is-ancestor", before, after], cwd=root,
+        capture_output=True).returncode == 0
     span = f"{before}..{after}" if known else f"{after}~1..{after}"
     for commit in git(root, "rev-list", "--first-parent", span, check=False).split() or [after]:
         found = re.search(r'^__version__ = "(\d+\.\d+\.\d+)"$', git(
@@ -240,7 +241,8 @@ def main(argv: list[str]) -> int:
             return 1 if problems and args.check else 0
         if args.pending:
             found = pending(args.root, *args.pending)
-            print(f"version={found[0]}\ncommit={found[1]}" if found else "", end="\n" * bool(found))
+            if found:
+                print(f"version={found[0]}\ncommit={found[1]}")
             return 0
         released, developed = release(args.root, args.version or "", args.next_version, args.date)
     except (ValueError, RuntimeError) as err:
