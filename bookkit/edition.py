@@ -236,8 +236,9 @@ def main(argv: list[str]) -> int:
             problems = check(args.root) if args.check else sync(args.root)
             for path, why in problems:
                 print(f"{path.relative_to(args.root)}: {why}", file=sys.stderr)
-            done = "wrong (make sync rewrites them)" if args.check else "rewritten"
-            print(f"setup cells of {len(chapters(args.root))} chapters: {len(problems)} {done}")
+            done = ("canonical" if not problems else "run `make sync`") if args.check \
+                else f"{len(problems)} rewritten"
+            print(f"setup cells of {len(chapters(args.root))} chapters: {done}")
             return 1 if problems and args.check else 0
         if args.pending:
             found = pending(args.root, *args.pending)
