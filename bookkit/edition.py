@@ -95,29 +95,30 @@ def edition_problems(root: Path = ROOT) -> list[str]:
 
 def sync(root: Path = ROOT, write: bool = True) -> list[tuple[Path, str]]:
     """``(chapter, why)`` for each chapter whose first code cell is not the canonical setup cell
-    with its tags; with ``write``, replace its setup cell (or put one above its code) and write
-    the ``.md``, then its paired ``.ipynb`` (``jupytext --sync``: cell ids kept, no outputs)."""
+    with its tags; with ``write``, replace its setup cell (or put one above its code) in the
+    ``.md`` and in its ``.ipynb`` (read and written by jupytext: cell ids kept, no outputs)."""
     import jupytext
     import nbformat
-    from jupytext.cli import jupytext as jupytext_cli
 
     source, found = canonical_source(root), []
     for path in chapters(root):
-        nb = jupytext.read(path)
-        i = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
-        cell = nb.cells[i] if i is not None else nbformat.v4.new_code_cell("")
-        good = cell.source == source and set(SETUP_TAGS) <= set(cell.metadata.get("tags", []))
-        if not good:
-            found.append((path, f"its first code cell is not the setup cell tagged {SETUP_TAGS}"))
-        if good or not write:
-            continue
-        if not cell.source.lstrip().startswith(SETUP_MARKER):
-            cell = nbformat.v4.new_code_cell("")
-            nb.cells.insert(0, cell)
-        tags = list(cell.metadata.get("tags", []))
-        cell.source, cell.metadata["tags"] = source, tags + [t for t in SETUP_TAGS if t not in tags]
-        jupytext.write(nb, path, fmt="md:myst")
-        jupytext_cli(["--sync", "--quiet", str(path)])
+        for file in (path, path.with_suffix(".ipynb"))[: 1 + write]:
+            fmt = "md:myst" if file.suffix == ".md" else "ipynb"
+            nb = jupytext.read(file, fmt=fmt)
+            i = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
+            cell = nb.cells[i] if i is not None else nbformat.v4.new_code_cell("")
+            tags = list(cell.metadata.get("tags", []))
+            if cell.source == source and set(SETUP_TAGS) <= set(tags):
+                continue
+            if file == path:
+                found.append((path, f"its first code cell is not the setup cell {SETUP_TAGS}"))
+            if write and file.exists():
+                if not cell.source.lstrip().startswith(SETUP_MARKER):
+                    cell, tags = nbformat.v4.new_code_cell(""), []
+                    nb.cells.insert(0, cell)
+                cell.source, cell.metadata["tags"] = source, tags + [t for t in SETUP_TAGS
+                                                                     if t not in tags]
+                jupytext.write(nb, file, fmt=fmt)
     return found
 
 
@@ -235,7 +236,7 @@ def main(argv: list[str]) -> int:
         if args.command == "sync":
             problems = check(args.root) if args.check else sync(args.root)
             for path, why in problems:
-                print(f"{path.relative_to(args.root)}: {why}", file=sys.stderr)
+                print(f"{path.relative_to(args.root)}: {why if args.check else 'rewritten'}")
             done = ("canonical" if not problems else "run `make sync`") if args.check \
                 else f"{len(problems)} rewritten"
             print(f"setup cells of {len(chapters(args.root))} chapters: {done}")
