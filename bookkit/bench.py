@@ -1,11 +1,8 @@
 """Execute the chapters against the run-time budget; time gmmlib's attention and quadrature.
 
-``python -m bookkit bench`` (``make bench``): each chapter once in a fresh kernel (wall time,
-peak memory); then softmax_attention's memory on 4·10⁶ tokens and its time against torch's
-scaled_dot_product_attention, and Gauss–Hermite quadrature against Monte Carlo at equal time.
-``--repeat 5 --workers 2`` (``make stress``): stalls and the spread of run times. ``--seeds 1 2``
-(``make seeds``): the chapters that draw random numbers, under those base seeds
-(``GMMLIB_SEED``), and which claim fails where. Writes ``--out`` (JSON) and a table beside it.
+``make bench``: each chapter once, then the kernels; ``make stress``: ``--repeat 5 --workers 2``;
+``make seeds``: ``--seeds 1 2 3 4 5`` (``GMMLIB_SEED``), the chapters that draw random numbers.
+Writes ``--out`` (JSON) and its table (``.md``) beside it.
 """
 
 from __future__ import annotations

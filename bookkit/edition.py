@@ -1,8 +1,7 @@
-"""The edition: the version, the chapters' setup cells, ``make sync`` and ``make release``.
+"""The edition (``gmmlib.__version__``), the chapters' setup cells, ``make sync``, ``make release``.
 
-The version is written once, ``gmmlib.__version__``: a development version installs gmmlib from
-``repository.branch`` of ``_config.yml``, a release ``X.Y.Z`` from its tag ``vX.Y.Z``. Imports
-only the standard library at first, so that ``release --pending`` runs on a bare Python.
+A development version installs gmmlib from ``repository.branch``, a release ``X.Y.Z`` from its
+tag ``vX.Y.Z``. Only the standard library at import: ``release --pending`` runs on a bare Python.
 """
 
 from __future__ import annotations
