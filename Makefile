@@ -90,7 +90,7 @@ pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the
 	$(MAKE) book
 	$(PY) -m bookkit pdf
 
-bench: $(STAMP) ## Each chapter's time and memory against the budget; gmmlib's kernels (_build/bench.md)
+bench: $(STAMP) ## Chapters' time and memory against the budget, gmmlib's kernels (_build/bench.md)
 	$(PY) -m bookkit bench
 
 stress: $(STAMP) ## Execute every chapter 5 times in fresh kernels (2 at a time): stalls, failures, run-time spread (_build/stress.json)
