@@ -88,26 +88,28 @@ test: $(STAMP) ## pytest, then the strict executed build, then the tests of the 
 
 pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the system's Chromium
 	$(MAKE) book
-	$(PY) scripts/make_pdf.py
+	$(PY) -m bookkit pdf
 
-bench: $(STAMP) ## Time every chapter in a fresh kernel, and gmmlib's attention and quadrature (writes _build/bench.json)
-	$(PY) scripts/bench.py
+bench: $(STAMP) ## Chapters' time and memory against the budget, gmmlib's kernels (_build/bench.md)
+	$(PY) -m bookkit bench
 
 stress: $(STAMP) ## Execute every chapter 5 times in fresh kernels (2 at a time): stalls, failures, run-time spread (_build/stress.json)
-	$(PY) scripts/stress.py --repeat $(or $(REPEAT),5)
+	$(PY) -m bookkit bench --chapters --repeat $(or $(REPEAT),5) --workers 2 \
+	  --out $(BUILD)/stress.json
 
 seeds: $(STAMP) ## Every chapter that draws random numbers under GMMLIB_SEED=1..5 (or SEEDS="1 2 … 20"): _build/seeds.md
-	$(PY) scripts/seeds.py $(if $(SEEDS),--seeds $(SEEDS))
+	$(PY) -m bookkit bench --chapters --seeds $(or $(SEEDS),1 2 3 4 5) --workers 2 \
+	  --out $(BUILD)/seeds.json
 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml
-	$(PY) scripts/sync_setup_cells.py
+	$(PY) -m bookkit sync
 
-check-sync: $(STAMP) ## Exit non-zero if a notebook's setup cell is not the canonical one
-	$(PY) scripts/sync_setup_cells.py --check
+check-sync: $(STAMP) ## Exit non-zero if a setup cell is not the canonical one (lines ≤ 79)
+	$(PY) -m bookkit sync --check
 
 release: $(STAMP) ## Release edition VERSION (make release VERSION=X.Y.Z): two commits, no tag, no push
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=X.Y.Z" >&2; exit 1; }
-	$(PY) scripts/release.py $(VERSION)
+	$(PY) -m bookkit release $(VERSION)
 
 clean: ## Remove the build output (keeps .venv)
 	rm -rf $(BUILD) .pytest_cache .hypothesis

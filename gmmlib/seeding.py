@@ -52,7 +52,7 @@ class Seeds:
     Parameters
     ----------
     chapter : int
-        The chapter's number (0 and up); it separates the chapters' streams.
+        The chapter's number (0–10); it separates the chapters' streams.
     base : int or None, optional
         The base seed; by default :func:`base_seed` (the environment's, or the book's).
     """

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import chapter_sources, load_repo_module, read_chapter
+from bookkit import edition
+
+from .conftest import chapter_sources, read_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -24,10 +26,6 @@ CHAPTERS = chapter_sources(ROOT)
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
 PAGES = sorted(p for p in BOOK.rglob("*") if p.suffix in {".ipynb", ".md"}
                and ".ipynb_checkpoints" not in p.parts)
-
-
-def _load_sync_script():
-    return load_repo_module("scripts", "sync_setup_cells")
 
 
 def _toc_files(node) -> list[str]:
@@ -75,10 +73,19 @@ def test_chapter_kernel_is_python3(path):
     assert name == "python3", f"{path.name}: kernelspec name is {name!r}, expected 'python3'"
 
 
-def test_setup_cells_are_canonical():
-    problems = _load_sync_script().check(ROOT)
+def test_setup_cells_are_canonical_and_within_79_characters():
+    problems = edition.check(ROOT)
     assert not problems, "setup cells differ from the canonical one (run `make sync`):\n" + \
         "\n".join(f"  {p.relative_to(ROOT)}: {why}" for p, why in problems)
+    for path in CHAPTERS:
+        setup = next(c for c in read_chapter(path).cells if c.cell_type == "code").source
+        long = [n for n, line in enumerate(setup.splitlines(), 1) if len(line) > edition.WIDTH]
+        assert not long, f"{path.name}: setup cell lines {long} exceed {edition.WIDTH} characters"
+
+
+def test_the_width_check_catches_a_long_setup_cell(monkeypatch):
+    monkeypatch.setattr(edition, "SETUP_CELL", edition.SETUP_CELL + "\n# " + "x" * 78)
+    assert any("more than 79" in why for _, why in edition.check(ROOT))
 
 
 def test_every_book_page_is_in_the_toc():
@@ -129,8 +136,7 @@ def test_citation_cff_is_valid_and_consistent():
     assert set(cff["license"]) == {"CC-BY-4.0", "MIT"}
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert cff["repository-code"].rstrip("/") == config["repository"]["url"].rstrip("/")
-    # gmmlib.__version__, the one place it is written
-    version = _load_sync_script().read_version(ROOT)
+    version = edition.read_version(ROOT)  # gmmlib.__version__, the one place it is written
     assert str(cff["version"]) == version, (
         "CITATION.cff and gmmlib.__version__ disagree on the version"
     )

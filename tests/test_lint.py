@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_ruff_is_clean():
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "gmmlib", "tests", "bookkit"],
+        [sys.executable, "-m", "ruff", "check", "gmmlib", "tests", "bookkit", "assignments"],
         cwd=ROOT,
         capture_output=True,
         text=True,

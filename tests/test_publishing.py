@@ -6,7 +6,7 @@
 - ``binder/`` holds the runtime only (what the chapters import, CPU torch), under the lock.
 - The version is written once (``gmmlib.__version__``); ``CITATION.cff``, ``CHANGELOG.md`` and
   ``pyproject.toml`` follow it. A development version installs gmmlib from ``main``, a release
-  from its tag; ``make release`` (``scripts/release.py``) is tested on a throwaway clone.
+  from its tag; ``make release`` (``bookkit.edition``) is tested on a throwaway clone.
 - A setup cell whose install fails raises an error that says what to check.
 """
 
@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bookkit import edition
+
 from .conftest import load_repo_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,12 +31,8 @@ WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def _sync():
-    return load_repo_module("scripts", "sync_setup_cells")
-
-
 def _version() -> str:
-    return _sync().read_version(ROOT)
+    return edition.read_version(ROOT)
 
 
 def _repository() -> tuple[str, str]:
@@ -109,7 +107,7 @@ def test_workflow_publishes_main_to_pages_with_the_official_actions():
     assert pages["environment"]["name"] == "github-pages"
     assert flow["permissions"] == {"contents": "read"}, "least privilege outside the deploy job"
     runs = _runs(test)
-    assert "scripts/make_pdf.py" in runs
+    assert "-m bookkit pdf" in runs
     assert "_build/html _site" in runs and "book.pdf" in runs and "_build/ledger.json" in runs
 
 
@@ -236,7 +234,7 @@ def test_version_is_read_without_importing_gmmlib():
     assert len(literal) == 1 and isinstance(literal[0].value, ast.Constant)
 
 
-REF_LINE = re.compile(r'REPO, REF = "([^"]+)", "([^"]+)"')
+REF_LINE = re.compile(r'REPO = "([^"]+)"\n\s*REF = "([^"]+)"')
 
 
 def _setup_refs(root: Path) -> dict[str, tuple[str, str]]:
@@ -254,7 +252,7 @@ def _setup_refs(root: Path) -> dict[str, tuple[str, str]]:
         if ipynb.exists():
             cells = json.loads(ipynb.read_text(encoding="utf-8"))["cells"]
             code = next((c["source"] for c in cells if c["cell_type"] == "code"), "")
-            found = REF_LINE.search("".join(code))
+            found = REF_LINE.search("".join(code))  # the source's lines joined
             refs[ipynb.name] = found.groups() if found else ("", "")
     return refs
 
@@ -263,7 +261,7 @@ def setup_cell_problems(root: Path) -> list[str]:
     """What is wrong with the chapters' setup cells and the launch buttons' branch, judged
     from the version alone: a development version installs from a branch (never a tag, never
     another version), a release X.Y.Z from its tag vX.Y.Z, and the launch buttons follow."""
-    version = _sync().read_version(root)
+    version = edition.read_version(root)
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     url, branch = config["repository"]["url"].rstrip("/"), str(config["repository"]["branch"])
     development = ".dev" in version
@@ -287,7 +285,7 @@ def setup_cell_problems(root: Path) -> list[str]:
 def test_setup_cells_and_launch_buttons_follow_the_version():
     assert len(_setup_refs(ROOT)) >= 2 * 9, "every chapter's .md and .ipynb"
     assert setup_cell_problems(ROOT) == []
-    assert _sync().edition_problems(ROOT) == []
+    assert edition.edition_problems(ROOT) == []
 
 
 def _book_copy(tmp_path: Path, version: str, branch: str = "main") -> Path:
@@ -312,27 +310,26 @@ def _book_copy(tmp_path: Path, version: str, branch: str = "main") -> Path:
 def test_a_tag_pinned_on_a_development_version_is_caught(tmp_path):
     """The failure this guards against: setup cells at a tag (v0.2.0) that does not exist
     while main carries a development version; and cells naming another version."""
-    sync = _sync()
     path = _book_copy(tmp_path, "0.3.0.dev0")
     root = path.parent.parent
-    assert setup_cell_problems(root) == [] and sync.check(root) == []
+    assert setup_cell_problems(root) == [] and edition.check(root) == []
     for file, quote in ((path, '"'), (path.with_suffix(".ipynb"), '\\"')):  # JSON escapes "
         text = file.read_text(encoding="utf-8")
-        old, new = f"{quote}, {quote}main{quote}", f"{quote}, {quote}v0.2.0{quote}"
+        old, new = f"REF = {quote}main{quote}", f"REF = {quote}v0.2.0{quote}"
         assert old in text
         file.write_text(text.replace(old, new), encoding="utf-8")
     assert len(setup_cell_problems(root)) == 2, "both files of the pair pin a tag"
-    assert len(sync.check(root)) == 1, "make check-sync flags the chapter"
+    assert len(edition.check(root)) == 1, "make check-sync flags the chapter"
     # a release whose cells name another version
     released = _book_copy(tmp_path / "r", "0.3.0", branch="v0.3.0")
-    sync.sync(released.parent.parent)
+    edition.sync(released.parent.parent)
     assert setup_cell_problems(released.parent.parent) == []
     text = released.read_text(encoding="utf-8")
     released.write_text(text.replace('"v0.3.0"', '"v0.2.9"'), encoding="utf-8")
     assert setup_cell_problems(released.parent.parent), "a cell at another version is caught"
     # the launch buttons on a tag while the version is a development version
     tagged = _book_copy(tmp_path / "t", "0.3.0.dev0", branch="v0.2.0")
-    assert setup_cell_problems(tagged.parent.parent) and sync.check(tagged.parent.parent)
+    assert setup_cell_problems(tagged.parent.parent) and edition.check(tagged.parent.parent)
 
 
 def test_sync_rewrites_a_copy_of_a_chapter_to_a_new_edition(tmp_path):
@@ -341,21 +338,21 @@ def test_sync_rewrites_a_copy_of_a_chapter_to_a_new_edition(tmp_path):
     untouched, in the .md and in its .ipynb."""
     import jupytext
 
-    sync = _sync()
     path = _book_copy(tmp_path, "9.8.7", branch="v9.8.7")
     root = path.parent.parent
     nb = jupytext.read(path)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells[first].source = (
-        f"{sync.SETUP_MARKER} outside the book's repository (Colab, Binder), install gmmlib first.\n"
+        f"{edition.SETUP_MARKER} outside the book's repository (Colab, Binder), install "
+        "gmmlib first.\n"
         "try:\n    import gmmlib\nexcept ImportError:\n"
         '    %pip install -q "gmmlib @ git+https://github.com/softmax-gmm-book/softmax-attention-gmm@main"\n'
         "    import gmmlib")
     others = [c.source for i, c in enumerate(nb.cells) if i != first]
     jupytext.write(nb, path, fmt="md:myst")
-    assert [p.name for p, _ in sync.check(root)] == [path.name], "check must flag the old cell"
-    assert sync.main(["--root", str(root)]) == 0
-    assert sync.check(root) == [], "after sync the setup cell is canonical"
+    assert [p.name for p, _ in edition.check(root)] == [path.name], "check must flag the old cell"
+    assert edition.main(["sync", "--root", str(root)]) == 0
+    assert edition.check(root) == [], "after sync the setup cell is canonical"
     assert setup_cell_problems(root) == []
     for file in (path, path.with_suffix(".ipynb")):
         nb = jupytext.read(file)
@@ -363,16 +360,16 @@ def test_sync_rewrites_a_copy_of_a_chapter_to_a_new_edition(tmp_path):
         assert '"v9.8.7"' in cell.source and "@main" not in cell.source
         assert "remove-cell" in cell.metadata.get("tags", [])
         assert [c.source for i, c in enumerate(nb.cells) if i != first] == others
-    assert sync.sync(root) == [], "a second sync changes nothing"
+    assert edition.sync(root) == [], "a second sync changes nothing"
 
 
 # ------------------------------------------------------------------- the setup cell's failure
 def test_a_failed_install_raises_an_error_that_says_what_to_check(tmp_path):
     """The setup cell, run where gmmlib is not importable and the reference does not exist:
     it must raise (not carry on to a ModuleNotFoundError two cells later) and say what to check."""
-    source = _sync().canonical_source(ROOT)
+    source = edition.canonical_source(ROOT)
     bogus = tmp_path / "no-such-repository"
-    source, n = REF_LINE.subn(f'REPO, REF = "file://{bogus}", "v9.9.9"', source)
+    source, n = REF_LINE.subn(f'REPO = "file://{bogus}"\n    REF = "v9.9.9"', source)
     assert n == 1
     # gmmlib is installed in this venv: hide it, as it is absent in Colab (torch stays: Colab has it)
     code = "import sys\nsys.modules['gmmlib'] = None\n" + source + "\nprint('CARRIED ON')\n"
@@ -400,16 +397,17 @@ def _git(root: Path, *args: str) -> str:
 
 
 def test_make_release_on_a_throwaway_clone(tmp_path):
-    """`scripts/release.py 0.3.0` on a clone: the release commit carries 0.3.0, its setup cells
-    and launch buttons point at v0.3.0 and its CHANGELOG entry holds what was Unreleased; the
-    next commit carries 0.4.0.dev0 with everything back on main; nothing is tagged."""
+    """`python -m bookkit release 0.3.0` on a clone: the release commit carries 0.3.0, its setup
+    cells and launch buttons point at v0.3.0 and its CHANGELOG entry holds what was Unreleased;
+    the next commit carries 0.4.0.dev0 with everything back on main; nothing is tagged."""
     import os
 
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     # the release machinery and the files it edits as they are in this working tree
-    for name in ("scripts/release.py", "scripts/sync_setup_cells.py", "CHANGELOG.md",
-                 "CITATION.cff", "_config.yml"):
+    shutil.rmtree(clone / "bookkit", ignore_errors=True)
+    shutil.copytree(ROOT / "bookkit", clone / "bookkit")
+    for name in ("CHANGELOG.md", "CITATION.cff", "_config.yml"):
         shutil.copy(ROOT / name, clone / name)
     init = (clone / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
     (clone / "gmmlib" / "__init__.py").write_text(
@@ -418,13 +416,14 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
     assert "\n## Unreleased\n" in changelog
     (clone / "CHANGELOG.md").write_text(changelog.replace(
         "## Unreleased\n", "## Unreleased\n\n- A change made for the release test.\n", 1))
-    subprocess.run([sys.executable, "scripts/sync_setup_cells.py"], cwd=clone, check=True,
+    subprocess.run([sys.executable, "-m", "bookkit", "sync"], cwd=clone, check=True,
                    capture_output=True)
     _git(clone, "add", "-A")
     _git(clone, "commit", "-q", "-m", "state of the working tree")
     start = _git(clone, "rev-parse", "HEAD")
 
-    run = subprocess.run([sys.executable, "scripts/release.py", "0.3.0", "--date", "2027-01-15"],
+    run = subprocess.run([sys.executable, "-m", "bookkit", "release", "0.3.0", "--date",
+                          "2027-01-15"],
                          cwd=clone, capture_output=True, text=True, env=_git_env(), timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert _git(clone, "tag", "--list") == "", "the release makes no tag"
@@ -432,7 +431,7 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
     released, developed = _git(clone, "rev-list", f"{start}..HEAD").split()[::-1]
 
     _git(clone, "checkout", "-q", released)
-    assert _sync().read_version(clone) == "0.3.0"
+    assert edition.read_version(clone) == "0.3.0"
     assert setup_cell_problems(clone) == []
     refs = _setup_refs(clone)
     assert refs and {ref for _, ref in refs.values()} == {"v0.3.0"}, refs
@@ -445,7 +444,7 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
     assert str(cff["version"]) == "0.3.0" and str(cff["date-released"]) == "2027-01-15"
 
     _git(clone, "checkout", "-q", developed)
-    assert _sync().read_version(clone) == "0.4.0.dev0"
+    assert edition.read_version(clone) == "0.4.0.dev0"
     assert setup_cell_problems(clone) == []
     assert {ref for _, ref in _setup_refs(clone).values()} == {"main"}
     config = yaml.safe_load((clone / "_config.yml").read_text(encoding="utf-8"))
@@ -455,14 +454,13 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
     assert "date-released" not in yaml.safe_load((clone / "CITATION.cff").read_text())
 
     # what the workflow releases after a push of both commits: 0.3.0 at the release commit
-    release = load_repo_module("scripts", "release")
-    assert release.pending(clone, start, developed) == ("0.3.0", released)
-    assert release.pending(clone, released, developed) is None, "nothing new to release"
+    assert edition.pending(clone, start, developed) == ("0.3.0", released)
+    assert edition.pending(clone, released, developed) is None, "nothing new to release"
     _git(clone, "tag", "v0.3.0", released)
-    assert release.pending(clone, start, developed) == ("0.3.0", released), "a re-run replaces"
+    assert edition.pending(clone, start, developed) == ("0.3.0", released), "a re-run replaces"
     # a second release of the same version is refused
     _git(clone, "checkout", "-q", developed)
-    again = subprocess.run([sys.executable, "scripts/release.py", "0.3.0"], cwd=clone,
+    again = subprocess.run([sys.executable, "-m", "bookkit", "release", "0.3.0"], cwd=clone,
                            capture_output=True, text=True, env={**os.environ, **_git_env()})
     assert again.returncode == 1 and "v0.3.0 exists" in again.stderr, again.stderr
 
@@ -472,7 +470,7 @@ def test_the_workflow_releases_a_final_version_idempotently():
     jobs = flow["jobs"]
     find, release = jobs["find-release"], jobs["release"]
     assert "refs/heads/main" in find["if"]
-    assert "scripts/release.py --pending" in _runs(find)
+    assert "-m bookkit release --pending" in _runs(find)
     runs = _runs(release)
     assert "gh release upload" in runs and "--clobber" in runs, "an existing release: replace assets"
     assert "gh release create" in runs and "--target" in runs
