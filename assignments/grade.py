@@ -25,6 +25,7 @@ class Grade:
     score: float
     possible: float
     lost: tuple[str, ...]
+    failures: tuple[str, ...] = ()
 
 
 def grade(assignment: Path, submission: Path) -> Grade:
@@ -34,7 +35,9 @@ def grade(assignment: Path, submission: Path) -> Grade:
     zip_path = Path(assignment) / "autograder" / "autograder.zip"
     results = grade_submission(str(Path(submission).resolve()), str(zip_path.resolve()), quiet=True)
     lost = tuple(name for name, res in results.results.items() if res.score < res.possible)
-    return Grade(str(submission), float(results.total), float(results.possible), lost)
+    failures = tuple(f"{case.test_case.name}:\n{case.message}" for res in results.results.values()
+                     for case in res.test_case_results if not case.passed)
+    return Grade(str(submission), float(results.total), float(results.possible), lost, failures)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,12 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("assignment", type=Path, help="the built chapter folder, _build/assignments/NN_name")
     parser.add_argument("submissions", type=Path, nargs="+")
     parser.add_argument("--csv", type=Path, help="write the scores to this CSV file")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every failed test case")
     args = parser.parse_args(argv)
     os.environ.setdefault("GMMLIB_HEADLESS", "1")
     grades = [grade(args.assignment, s) for s in args.submissions]
     for g in grades:
         lost = f"  lost points in {', '.join(g.lost)}" if g.lost else ""
         print(f"{g.submission}: {g.score:g} / {g.possible:g}{lost}")
+        if args.verbose:
+            print("\n".join(g.failures))
     if args.csv:
         with args.csv.open("w", newline="") as f:
             writer = csv.writer(f)
