@@ -152,7 +152,8 @@ assert np.allclose(kish_fraction(kappas), 1 / _ref.value[0], rtol=1e-9)
 
 # %% [markdown]
 # **Question 3** (Exercise ex-01-linear, derivation). Linear attention's finite-prompt error is
-# an ordinary Monte Carlo error: $L\,\mathbb E\|T^{\mathrm{lin}}[\hat\mu_L](z)-T^{\mathrm{lin}}[\mu](z)\|^2$
+# an ordinary Monte Carlo error:
+# $L\,\mathbb E\|T^{\mathrm{lin}}[\hat\mu_L](z)-T^{\mathrm{lin}}[\mu](z)\|^2$
 # does not depend on $L$. For $\mu = \mathcal N(0,\Gamma)$, compute this constant with Isserlis'
 # theorem and write it as `linear_constant(Gamma, U, V, z)` (a float), for any covariance
 # `Gamma`, matrices `U`, `V` and query `z`.

@@ -23,10 +23,10 @@
 # %% [markdown]
 # # Homework 2: the linear collapse
 #
-# Questions from the exercises of Chapter 2 (*The linear collapse on Gaussian prompts*). Fill in each `...`, run the cell, then the
-# `grader.check` cell below it: it runs the public tests (shape, type, a sanity bound). The
-# grade also counts hidden tests, which check the values. Use `gmmlib` wherever it helps; keep
-# the names the questions ask for.
+# Questions from the exercises of Chapter 2 (*The linear collapse on Gaussian prompts*). Fill in
+# each `...`, run the cell, then the `grader.check` cell below it: it runs the public tests
+# (shape, type, a sanity bound). The grade also counts hidden tests, which check the values. Use
+# `gmmlib` wherever it helps; keep the names the questions ask for.
 
 # %%
 import numpy as np

@@ -23,10 +23,10 @@
 # %% [markdown]
 # # Homework 4: linear discriminant analysis with one softmax head
 #
-# Questions from the exercises of Chapter 4 (*Linear discriminant analysis with one softmax head*). Fill in each `...`, run the cell, then the
-# `grader.check` cell below it: it runs the public tests (shape, type, a sanity bound). The
-# grade also counts hidden tests, which check the values. Use `gmmlib` wherever it helps; keep
-# the names the questions ask for.
+# Questions from the exercises of Chapter 4 (*Linear discriminant analysis with one softmax
+# head*). Fill in each `...`, run the cell, then the `grader.check` cell below it: it runs the
+# public tests (shape, type, a sanity bound). The grade also counts hidden tests, which check
+# the values. Use `gmmlib` wherever it helps; keep the names the questions ask for.
 
 # %%
 import numpy as np

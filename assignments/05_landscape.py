@@ -23,10 +23,10 @@
 # %% [markdown]
 # # Homework 5: the optimisation landscape
 #
-# Questions from the exercises of Chapter 5 (*The optimisation landscape*). Fill in each `...`, run the cell, then the
-# `grader.check` cell below it: it runs the public tests (shape, type, a sanity bound). The
-# grade also counts hidden tests, which check the values. Use `gmmlib` wherever it helps; keep
-# the names the questions ask for.
+# Questions from the exercises of Chapter 5 (*The optimisation landscape*). Fill in each `...`,
+# run the cell, then the `grader.check` cell below it: it runs the public tests (shape, type, a
+# sanity bound). The grade also counts hidden tests, which check the values. Use `gmmlib`
+# wherever it helps; keep the names the questions ask for.
 
 # %%
 import numpy as np
@@ -199,7 +199,8 @@ rho_star = b_star / (sig - 0.5)
 for r in np.append(np.geomspace(0.5, 100, 9), rho_star):
     image = effective_params(C1, theta_rho(r)).vector()
     target = zeta_sequence(C1, q_dir, r).vector()
-    assert np.all(np.abs(image - target) <= 1000 * np.finfo(float).eps * np.maximum(np.abs(target), 1))
+    tol = 1000 * np.finfo(float).eps * np.maximum(np.abs(target), 1)
+    assert np.all(np.abs(image - target) <= tol)
 
 # %% [raw]
 # # END TESTS

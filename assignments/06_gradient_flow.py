@@ -23,10 +23,10 @@
 # %% [markdown]
 # # Homework 6: gradient flow near the minimisers
 #
-# Questions from the exercises of Chapter 6 (*Gradient flow near the minimisers*). Fill in each `...`, run the cell, then the
-# `grader.check` cell below it: it runs the public tests (shape, type, a sanity bound). The
-# grade also counts hidden tests, which check the values. Use `gmmlib` wherever it helps; keep
-# the names the questions ask for.
+# Questions from the exercises of Chapter 6 (*Gradient flow near the minimisers*). Fill in each
+# `...`, run the cell, then the `grader.check` cell below it: it runs the public tests (shape,
+# type, a sanity bound). The grade also counts hidden tests, which check the values. Use
+# `gmmlib` wherever it helps; keep the names the questions ask for.
 
 # %%
 import numpy as np
@@ -42,8 +42,9 @@ from gmmlib.quadrature import gaussian_nodes
 
 # %% [markdown]
 # **Question 1** (Exercise ex-06-valley, warm-up). Solve
-# $\dot\varepsilon = -c\,\varepsilon^{2k-1}$ ($c > 0$, $k\ge2$, $\varepsilon(0) = \varepsilon_0 > 0$),
-# the gradient flow of $\frac{c}{2k}\varepsilon^{2k}$: write `valley_eps(t, eps0, c, k)` (for an
+# $\dot\varepsilon = -c\,\varepsilon^{2k-1}$ ($c > 0$, $k\ge2$,
+# $\varepsilon(0) = \varepsilon_0 > 0$), the gradient flow of $\frac{c}{2k}\varepsilon^{2k}$:
+# write `valley_eps(t, eps0, c, k)` (for an
 # array of times `t`), and `excess_exponent(k)`, the exponent $p$ in
 # $\frac{c}{2k}\varepsilon(t)^{2k}\sim t^{p}$ as $t\to\infty$ (a float).
 
@@ -173,7 +174,8 @@ w_star, b_star = C1.bayes_params()
 sig = expit(C1.s0)
 r = 2.0
 kernel_dim = C1.dim + 1  # SOLUTION
-delta = np.concatenate([-r * sig * (1 - sig) * np.array([1.0, 0.0]), [0.0, 0.0], [1.0, 0.0]])  # SOLUTION
+delta_w = -r * sig * (1 - sig) * np.array([1.0, 0.0])  # SOLUTION
+delta = np.concatenate([delta_w, [0.0, 0.0], [1.0, 0.0]])  # SOLUTION
 
 # %% tags=["near-miss"]
 # σ(s₀) for σ'(s₀) in δ_w, and δ_r forgotten in the count

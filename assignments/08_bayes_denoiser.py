@@ -23,18 +23,17 @@
 # %% [markdown]
 # # Homework 8: the Bayes denoiser is a gated affine map
 #
-# Questions from the exercises of Chapter 8 (*The Bayes denoiser is a gated affine map*). Fill in each `...`, run the cell, then the
-# `grader.check` cell below it: it runs the public tests (shape, type, a sanity bound). The
-# grade also counts hidden tests, which check the values. Use `gmmlib` wherever it helps; keep
-# the names the questions ask for.
+# Questions from the exercises of Chapter 8 (*The Bayes denoiser is a gated affine map*). Fill
+# in each `...`, run the cell, then the `grader.check` cell below it: it runs the public tests
+# (shape, type, a sanity bound). The grade also counts hidden tests, which check the values. Use
+# `gmmlib` wherever it helps; keep the names the questions ask for.
 
 # %%
 import numpy as np
 from scipy.optimize import minimize_scalar
 
 from gmmlib import GaussianMixture
-from gmmlib.denoising import (bayes_denoiser, best_affine_denoiser, best_linear_denoiser,
-                              noisy_mixture)
+from gmmlib.denoising import best_affine_denoiser, best_linear_denoiser, noisy_mixture
 from gmmlib.limits import attention_gates
 
 # %% [raw]
@@ -44,9 +43,10 @@ from gmmlib.limits import attention_gates
 
 # %% [markdown]
 # **Question 1** (Exercise ex-08-tanh, warm-up). Let $X = \pm m$ with probability $\frac12$ each
-# (two point masses in the plane) and $Z = X + \varepsilon$, $\varepsilon\sim\mathcal N(0, \xi^2 I)$.
-# Write `two_point_denoiser(Z, m, xi)`, the posterior mean $\mathbb E[X\mid Z = z]$ at the rows of
-# `Z` (shape `(n, 2)`, returns shape `(n, 2)`), in closed form.
+# (two point masses in the plane) and $Z = X + \varepsilon$,
+# $\varepsilon\sim\mathcal N(0, \xi^2 I)$. Write `two_point_denoiser(Z, m, xi)`, the posterior
+# mean $\mathbb E[X\mid Z = z]$ at the rows of `Z` (shape `(n, 2)`, returns shape `(n, 2)`), in
+# closed form.
 
 # %%
 def two_point_denoiser(Z, m, xi):

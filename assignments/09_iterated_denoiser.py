@@ -23,10 +23,10 @@
 # %% [markdown]
 # # Homework 9: iterating the denoiser
 #
-# Questions from the exercises of Chapter 9 (*Iterating the denoiser: a clustering transition*). Fill in each `...`, run the cell, then the
-# `grader.check` cell below it: it runs the public tests (shape, type, a sanity bound). The
-# grade also counts hidden tests, which check the values. Use `gmmlib` wherever it helps; keep
-# the names the questions ask for.
+# Questions from the exercises of Chapter 9 (*Iterating the denoiser: a clustering transition*).
+# Fill in each `...`, run the cell, then the `grader.check` cell below it: it runs the public
+# tests (shape, type, a sanity bound). The grade also counts hidden tests, which check the
+# values. Use `gmmlib` wherever it helps; keep the names the questions ask for.
 
 # %%
 import math

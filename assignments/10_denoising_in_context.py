@@ -23,10 +23,10 @@
 # %% [markdown]
 # # Homework 10: denoising in context
 #
-# Questions from the exercises of Chapter 10 (*Denoising in context*). Fill in each `...`, run the cell, then the
-# `grader.check` cell below it: it runs the public tests (shape, type, a sanity bound). The
-# grade also counts hidden tests, which check the values. Use `gmmlib` wherever it helps; keep
-# the names the questions ask for.
+# Questions from the exercises of Chapter 10 (*Denoising in context*). Fill in each `...`, run
+# the cell, then the `grader.check` cell below it: it runs the public tests (shape, type, a
+# sanity bound). The grade also counts hidden tests, which check the values. Use `gmmlib`
+# wherever it helps; keep the names the questions ask for.
 
 # %%
 import math
@@ -106,7 +106,8 @@ assert abs(t_carry - best.x * M_t) <= 1e-7 and abs(edge - M_t / math.sqrt(3)) <=
 
 # %%
 def one_token_mse(mixture, z, U, V):
-    return float(in_context_mse(mixture, z[None], U, V, lengths=[1], step=0.25).ravel()[0])  # SOLUTION
+    mse = in_context_mse(mixture, z[None], U, V, lengths=[1], step=0.25)  # SOLUTION
+    return float(mse.ravel()[0])  # SOLUTION
 
 
 # %% tags=["near-miss"]

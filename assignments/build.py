@@ -61,7 +61,8 @@ def near_miss_submission(reference: nbformat.NotebookNode,
     nb = nbformat.from_dict(reference)
     cells, seen = [], set()
     for cell in nb.cells:
-        found = re.search(r'grader\.check\("([^"]+)"\)', cell.source) if cell.cell_type == "code" else None
+        found = (re.search(r'grader\.check\("([^"]+)"\)', cell.source)
+                 if cell.cell_type == "code" else None)
         if found and found.group(1) in near_misses:
             for code in near_misses[found.group(1)]:
                 cells.append(nbformat.v4.new_code_cell(code))

@@ -42,7 +42,8 @@ def grade(assignment: Path, submission: Path) -> Grade:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("assignment", type=Path, help="the built chapter folder, _build/assignments/NN_name")
+    parser.add_argument("assignment", type=Path,
+                        help="the built chapter folder, _build/assignments/NN_name")
     parser.add_argument("submissions", type=Path, nargs="+")
     parser.add_argument("--csv", type=Path, help="write the scores to this CSV file")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failed test case")
