@@ -85,6 +85,14 @@ def test_every_chapter_has_a_homework():
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=CHAPTERS)
+def test_questions_name_exercises_of_their_chapter(source):
+    cited = re.findall(r"Exercise (ex-\d\d-[\w-]+)", source.read_text())
+    chapter = (REPO / "book" / f"{source.stem}.md").read_text()
+    labels = set(re.findall(r"^:label: (ex-[\w-]+)$", chapter, re.M))
+    assert cited and set(cited) <= labels, set(cited) - labels
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=CHAPTERS)
 def test_each_question_has_public_and_hidden_tests_and_a_near_miss(source):
     master, near_misses = build.split_master(source)
     questions = _questions(source)
