@@ -124,7 +124,7 @@ def isserlis_moments(Gamma):  # noqa: F811
 # %%
 assert np.shape(isserlis_moments(np.eye(2))) == (3,)
 assert np.allclose(isserlis_moments(np.eye(2)), [3.0, 1.0, 0.0])
-assert isinstance(n_pairings_6, int)
+assert isinstance(n_pairings_6, (int, np.integer))
 
 # %%
 # HIDDEN

@@ -114,7 +114,7 @@ def L_one_percent(d):  # noqa: F811
 
 # %%
 assert 0 < risk_star(10, 3) < 3
-assert isinstance(L_one_percent(3), int)
+assert isinstance(L_one_percent(3), (int, np.integer))
 
 # %%
 # HIDDEN

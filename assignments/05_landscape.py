@@ -67,7 +67,7 @@ is_minimiser = [True, True, True]
 
 # %%
 assert np.shape(excess) == (3,) and np.all(excess > -1e-9)
-assert len(is_minimiser) == 3 and all(isinstance(x, bool) for x in is_minimiser)
+assert len(is_minimiser) == 3 and all(isinstance(x, (bool, np.bool_)) for x in is_minimiser)
 
 # %%
 # HIDDEN

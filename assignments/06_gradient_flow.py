@@ -186,7 +186,7 @@ delta = np.concatenate([-r * sig * np.array([1.0, 0.0]), [0.0, 0.0], [1.0, 0.0]]
 # # BEGIN TESTS
 
 # %%
-assert isinstance(kernel_dim, int)
+assert isinstance(kernel_dim, (int, np.integer))
 assert np.shape(delta) == (6,) and np.allclose(delta[2:], [0, 0, 1, 0])
 
 # %%

@@ -108,7 +108,7 @@ steps = math.ceil(math.log(1e6) / math.log(1 / shrink))
 
 # %%
 assert isinstance(shrink, float) and 0 <= shrink < 1
-assert isinstance(steps, int) and steps > 0
+assert isinstance(steps, (int, np.integer)) and steps > 0
 
 # %%
 # HIDDEN
@@ -159,7 +159,7 @@ t_hit_09 = 1 + math.ceil(math.log(1e-2 / 0.9) / math.log(0.81))
 # # BEGIN TESTS
 
 # %%
-assert isinstance(t_hit, int) and isinstance(t_hit_09, int)
+assert all(isinstance(t, (int, np.integer)) for t in (t_hit, t_hit_09))
 assert t_hit_09 < 100 < t_hit
 
 # %%

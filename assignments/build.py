@@ -86,9 +86,7 @@ def build(source: Path, out: Path) -> Path:
     nbformat.write(master, master_path)
     if dest.exists():
         shutil.rmtree(dest)
-    otter = Path(sys.executable).with_name("otter")
-    cmd = [str(otter) if otter.exists() else "otter", "assign", "--no-pdfs",
-           str(master_path), str(dest)]
+    cmd = [sys.executable, "-m", "otter", "assign", "--no-pdfs", str(master_path), str(dest)]
     done = subprocess.run(cmd, cwd=master_dir, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"otter assign failed for {name}:\n{done.stdout}\n{done.stderr}")
