@@ -31,7 +31,8 @@
 # %%
 import numpy as np
 
-from gmmlib import GaussianMixture, linear_attention_limit, softmax_attention_limit
+from gmmlib import (GaussianMixture, linear_attention, linear_attention_limit,
+                    softmax_attention_limit)
 from gmmlib.limits import effective_sample_fraction, finite_prompt_mse
 
 # %% [raw]
@@ -187,7 +188,6 @@ assert linear_constant(np.eye(2), np.eye(2), np.eye(2), np.zeros(2)) == 0
 # Monte Carlo with the generator fixed here: 20,000 prompts of L = 50 tokens from the
 # chapter's Γ, U scaled to κ = 2; tolerance: the Gaussian quantile times the standard error
 # (monte_carlo_mean, family-wise α = 1e-3)
-from gmmlib import linear_attention
 from gmmlib.evidence import monte_carlo_mean
 
 G_t = np.array([[1.0, 0.4], [0.4, 0.6]])
@@ -249,6 +249,67 @@ assert isinstance(L_needed, float) and L_needed > 1
 a_t = U_k @ z0
 C = np.exp(4.0) * (np.trace(V_g @ Gamma_g @ V_g.T) + np.sum((V_g @ Gamma_g @ a_t) ** 2))
 assert abs(L_needed - C / 0.05**2) <= 1000 * np.finfo(float).eps * L_needed
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q5
+# points: 2
+
+# %% [markdown]
+# **Question 5** (Exercise ex-01-linear, the simulation). Check your formula of Question 3 by
+# Monte Carlo: with the generator `rng` below, draw 20,000 prompts of $L = 50$ tokens from
+# $\mathcal N(0, \Gamma)$ with the chapter's $\Gamma$, query $z_0$, $V$ and $U$ scaled to
+# $\kappa = 2$ (defined below; use `mu_0.sample_tokens`), and give `lin_mc`, the sample mean of
+# $L\,\|T^{\mathrm{lin}}[\hat\mu_L](z_0) - T^{\mathrm{lin}}[\mu](z_0)\|^2$ (a float).
+
+# %%
+rng = np.random.default_rng(2026)
+mu_0 = GaussianMixture.gaussian(np.zeros(2), Gamma_g)
+U_2 = U0 * np.sqrt(2.0 / (a0 @ Gamma_g @ a0))
+n_prompts, L = 20_000, 50
+# BEGIN SOLUTION
+X = mu_0.sample_tokens(n_prompts, L, rng)
+out = linear_attention(X, z0[None], U_2, V_g)[:, 0]
+lim = linear_attention_limit(mu_0, z0, U_2, V_g)
+# END SOLUTION
+lin_mc = float(np.mean(L * np.sum((out - lim) ** 2, axis=-1)))  # SOLUTION
+
+# %% tags=["near-miss"]
+# the mean squared error itself, without the factor L
+lin_mc = float(np.mean(np.sum((out - lim) ** 2, axis=-1)))
+
+# %% [raw]
+# # BEGIN TESTS
+
+# %%
+assert isinstance(lin_mc, float) and lin_mc > 0
+
+# %%
+# HIDDEN
+# against the closed form κ tr(VΓVᵀ) + ‖VΓa‖² at κ = 2, within the Gaussian quantile times the
+# standard error of a mean of 20,000 draws (monte_carlo_mean on the same draws, generator
+# seeded 2026, family-wise α = 1e-3)
+from gmmlib.evidence import monte_carlo_mean
+
+G_t = np.array([[1.0, 0.4], [0.4, 0.6]])
+z_t = np.array([1.0, 0.5])
+U_t = np.array([[1.0, 0.0], [0.3, 1.0]])
+U_t = U_t * np.sqrt(2.0 / ((U_t @ z_t) @ G_t @ (U_t @ z_t)))
+V_t = np.array([[1.0, 0.0], [0.5, 1.0]])
+mu_t = GaussianMixture.gaussian(np.zeros(2), G_t)
+X_t = mu_t.sample_tokens(20_000, 50, np.random.default_rng(2026))
+err = np.sum((linear_attention(X_t, z_t[None], U_t, V_t)[:, 0]
+              - linear_attention_limit(mu_t, z_t, U_t, V_t)) ** 2, axis=-1)
+est = monte_carlo_mean(50 * err)
+a_t = U_t @ z_t
+exact = 2.0 * np.trace(V_t @ G_t @ V_t.T) + np.sum((V_t @ G_t @ a_t) ** 2)
+assert abs(lin_mc - exact) <= est.error
 
 # %% [raw]
 # # END TESTS
