@@ -78,6 +78,7 @@ def near_miss_submission(reference: nbformat.NotebookNode,
 def build(source: Path, out: Path) -> Path:
     """Build one chapter's homework under ``out/<source stem>`` and return that folder."""
     name = source.stem
+    out = Path(out).resolve()  # otter assign runs in out/.masters
     dest = out / name
     master_dir = out / ".masters"
     master_dir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         parser.error("no master source matches")
     for source in chosen:
-        print("built", build(source, args.out).relative_to(args.out.parent))
+        print("built", build(source, args.out))
     return 0
 
 
