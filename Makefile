@@ -25,7 +25,7 @@ SHELL := /bin/bash
 
 .DEFAULT_GOAL := help
 .PHONY: help install lock book book-fresh book-students test pytest strict-build clean sync check-sync \
-  bench pdf stress seeds release
+  bench pdf stress seeds release assignments
 
 help: ## List the targets
 	@echo "Targets:"
@@ -70,6 +70,9 @@ book-students: $(STAMP) ## The book without its solutions, in _build/students/_b
 	BOOK_EXECUTE=cache BOOK_STUDENTS=1 $(JB) build . --path-output $(BUILD)/students
 	@test -f $(BUILD)/students/_build/html/index.html || { echo "error: the students' book was not written" >&2; exit 1; }
 	@echo "Open $(BUILD)/students/_build/html/index.html"
+
+assignments: $(STAMP) ## Homework per chapter (Otter Assign): _build/assignments/NN_name/{student,autograder}
+	$(PY) assignments/build.py --out $(BUILD)/assignments
 
 pytest: $(STAMP) ## Run the test suite only (an empty collection is a failure too)
 	@rc=0; $(PY) -m pytest || rc=$$?; \

@@ -1,0 +1,120 @@
+"""Build the homework of every chapter with Otter Assign (otter-grader), and its controls.
+
+``python assignments/build.py [--out _build/assignments] [NN_name ...]`` reads each master
+source ``assignments/NN_name.py`` (a jupytext percent notebook in Otter Assign's format) and
+writes, under ``<out>/NN_name/``:
+
+- ``student/NN_name.ipynb``: the homework to hand out (no solutions, public tests only);
+- ``autograder/``: the graded version (``NN_name.ipynb`` with the reference solutions, every
+  test, and ``autograder.zip``, which ``otter run`` and ``assignments/grade.py`` use);
+- ``controls/blank.ipynb`` and ``controls/near_miss.ipynb``: two submissions the grader must not
+  give full marks: the student version untouched, and the reference solutions with each
+  question's plausible wrong answer (the cells tagged ``near-miss`` of the source) substituted.
+
+Cells tagged ``near-miss`` never reach Otter: they are taken out of the master before
+``otter assign`` and put back, after their question's solution, only in ``near_miss.ipynb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+NEAR_MISS = "near-miss"
+
+
+def sources(root: Path = HERE) -> list[Path]:
+    """The master sources ``assignments/NN_*.py``, in chapter order."""
+    return sorted(root.glob("[0-9][0-9]_*.py"))
+
+
+def split_master(source: Path) -> tuple[nbformat.NotebookNode, dict[str, list[str]]]:
+    """The master notebook without its near-miss cells, and those cells' code per question."""
+    nb = jupytext.read(source)
+    question, near_misses, kept = None, {}, []
+    for cell in nb.cells:
+        if cell.cell_type == "raw" and cell.source.lstrip().startswith("# BEGIN QUESTION"):
+            found = re.search(r"^name:\s*(\S+)", cell.source, flags=re.MULTILINE)
+            question = found.group(1) if found else None
+        if NEAR_MISS in cell.metadata.get("tags", []):
+            if question is None:
+                raise ValueError(f"{source.name}: a near-miss cell outside a question")
+            near_misses.setdefault(question, []).append(cell.source)
+            continue
+        kept.append(cell)
+    nb.cells = kept
+    return nb, near_misses
+
+
+def near_miss_submission(reference: nbformat.NotebookNode,
+                         near_misses: dict[str, list[str]]) -> nbformat.NotebookNode:
+    """The reference notebook with each question's near miss run just before its check."""
+    nb = nbformat.from_dict(reference)
+    cells, seen = [], set()
+    for cell in nb.cells:
+        found = (re.search(r'grader\.check\("([^"]+)"\)', cell.source)
+                 if cell.cell_type == "code" else None)
+        if found and found.group(1) in near_misses:
+            for code in near_misses[found.group(1)]:
+                cells.append(nbformat.v4.new_code_cell(code))
+            seen.add(found.group(1))
+        cells.append(cell)
+    missing = set(near_misses) - seen
+    if missing:
+        raise ValueError(f"no grader.check cell for the near misses of {sorted(missing)}")
+    nb.cells = cells
+    return nb
+
+
+def build(source: Path, out: Path) -> Path:
+    """Build one chapter's homework under ``out/<source stem>`` and return that folder."""
+    name = source.stem
+    out = Path(out).resolve()  # otter assign runs in out/.masters
+    dest = out / name
+    master_dir = out / ".masters"
+    master_dir.mkdir(parents=True, exist_ok=True)
+    master, near_misses = split_master(source)
+    master_path = master_dir / f"{name}.ipynb"
+    nbformat.write(master, master_path)
+    if dest.exists():
+        shutil.rmtree(dest)
+    cmd = [sys.executable, "-m", "otter", "assign", "--no-pdfs", str(master_path), str(dest)]
+    done = subprocess.run(cmd, cwd=master_dir, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"otter assign failed for {name}:\n{done.stdout}\n{done.stderr}")
+    zips = sorted((dest / "autograder").glob(f"{name}-autograder_*.zip"))
+    if len(zips) != 1:
+        raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}")
+    zips[0].rename(dest / "autograder" / "autograder.zip")  # a stable name, not a timestamp
+    controls = dest / "controls"
+    controls.mkdir()
+    shutil.copy(dest / "student" / f"{name}.ipynb", controls / "blank.ipynb")
+    reference = nbformat.read(dest / "autograder" / f"{name}.ipynb", as_version=4)
+    nbformat.write(near_miss_submission(reference, near_misses), controls / "near_miss.ipynb")
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapters", nargs="*", help="NN_name stems (default: every chapter)")
+    parser.add_argument("--out", type=Path, default=REPO / "_build" / "assignments")
+    args = parser.parse_args(argv)
+    chosen = [s for s in sources() if not args.chapters or s.stem in args.chapters]
+    if not chosen:
+        parser.error("no master source matches")
+    for source in chosen:
+        print("built", build(source, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
