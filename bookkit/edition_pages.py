@@ -7,7 +7,6 @@ the branch, a ``@misc`` record citing the commit, a footer on every page.
 """
 
 import datetime as dt
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,11 @@ from sphinx.config import Config
 from sphinx.util.docutils import SphinxDirective
 
 from bookkit import toc
+from bookkit.edition import read_version
 from bookkit.pages import para
 
 COLAB = "https://colab.research.google.com/github"
 BINDER = "https://mybinder.org/v2/gh"
-
-
-def read_version(root: Path) -> str:
-    text = (root / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
-    return re.search(r"^__version__ = [\"']([^\"']+)[\"']", text, re.M).group(1)
 
 
 def _commit(root: Path) -> str:

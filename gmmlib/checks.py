@@ -95,9 +95,13 @@ class Control:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError("Control.name must be a non-empty string saying what the wrong answer is")
+            raise ValueError(
+                "Control.name must be a non-empty string saying what the wrong answer is"
+            )
         if self.replaces not in (None, "reference", "value", "bound"):
-            raise ValueError(f"Control.replaces must be 'reference', 'value', 'bound' or None, got {self.replaces!r}")
+            raise ValueError(
+                f"Control.replaces must be 'reference', 'value', 'bound' or None, got {self.replaces!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -149,9 +153,11 @@ class CheckResult:
 
         mark = "✔" if self.passed else "✘ CHECK FAILED:"
         text = html.escape(f"{self.what}: {self.comparison}; {self.control_summary()}")
-        return (f'<p class="check-verdict">{mark} {text} '
-                f'<a href="{LEDGER_PAGE}#{self.anchor}" title="tolerance, method and controls '
-                f'in the verification ledger">[ledger]</a></p>')
+        return (
+            f'<p class="check-verdict">{mark} {text} '
+            f'<a href="{LEDGER_PAGE}#{self.anchor}" title="tolerance, method and controls '
+            f'in the verification ledger">[ledger]</a></p>'
+        )
 
     def __str__(self) -> str:
         return self.verdict()
@@ -208,7 +214,9 @@ def _controls(control: Any) -> list[Control]:
     items = list(control) if isinstance(control, (list, tuple)) else [control]
     for c in items:
         if not isinstance(c, Control):
-            raise TypeError(f"control must be a Control or a list of Controls, got {type(c).__name__}")
+            raise TypeError(
+                f"control must be a Control or a list of Controls, got {type(c).__name__}"
+            )
     return items
 
 
@@ -259,7 +267,11 @@ class Ledger:
                 f"a wrong answer: {result.what} would pass with {', '.join(weak)} too "
                 f"({result.control_summary()}). Redesign the check so that it has power against it."
             )
-        if result.detectable is not None and result.detectable > MAX_DETECTABLE and "≤" in result.comparison:
+        if (
+            result.detectable is not None
+            and result.detectable > MAX_DETECTABLE
+            and "≤" in result.comparison
+        ):
             raise CheckFailed(
                 f"The check of [{result.claim}] in chapter {result.chapter} is too weak: {result.what} "
                 f"could not detect a relative error of the claim below {result.detectable:.1%} "
@@ -286,46 +298,89 @@ class Ledger:
         return value
 
     @staticmethod
-    def _apply_controls(controls: list[Control], sides: tuple[str, ...], shape: tuple,
-                        run: Any) -> list[dict[str, Any]]:
+    def _apply_controls(
+        controls: list[Control], sides: tuple[str, ...], shape: tuple, run: Any
+    ) -> list[dict[str, Any]]:
         """Apply the check's own test to each control; ``run(side, wrong)`` returns (rejected, value, margin)."""
         recorded = []
         for c in controls:
             side = c.replaces or "value"
             if side not in sides:
-                raise ValueError(f"control {c.name!r}: this check can replace {' or '.join(map(repr, sides))}, "
-                                 f"not {side!r}")
+                raise ValueError(
+                    f"control {c.name!r}: this check can replace {' or '.join(map(repr, sides))}, "
+                    f"not {side!r}"
+                )
             wrong = np.broadcast_to(numeric_array(c.value, f"control {c.name!r}"), shape)
             rejected, shown, margin = run(side, wrong)
-            recorded.append({"name": c.name, "replaces": side, "value": shown, "rejected": bool(rejected),
-                             "margin": margin})
+            recorded.append(
+                {
+                    "name": c.name,
+                    "replaces": side,
+                    "value": shown,
+                    "rejected": bool(rejected),
+                    "margin": margin,
+                }
+            )
         return recorded
 
-    def _finish(self, claim: str, what: str, method: Any, why: Any, passed: bool, value: float,
-                reference: float, error: float, tolerance: float, comparison: str, n: int,
-                recorded: list[dict[str, Any]], detectable: float | None = None) -> None:
+    def _finish(
+        self,
+        claim: str,
+        what: str,
+        method: Any,
+        why: Any,
+        passed: bool,
+        value: float,
+        reference: float,
+        error: float,
+        tolerance: float,
+        comparison: str,
+        n: int,
+        recorded: list[dict[str, Any]],
+        detectable: float | None = None,
+    ) -> None:
         powerful = detectable is None or detectable <= MAX_DETECTABLE
         if detectable is not None:
             comparison += f"; detects a {detectable:.1%} error"
-        self._record(CheckResult(
-            self.chapter, self._text(claim, "claim"), self._text(what, "what"), value, reference, error,
-            tolerance, comparison, self._text(method, "method"), self._text(why, "why"),
-            passed and powerful and all(c["rejected"] for c in recorded), n, tuple(recorded),
-            detectable=detectable))
+        self._record(
+            CheckResult(
+                self.chapter,
+                self._text(claim, "claim"),
+                self._text(what, "what"),
+                value,
+                reference,
+                error,
+                tolerance,
+                comparison,
+                self._text(method, "method"),
+                self._text(why, "why"),
+                passed and powerful and all(c["rejected"] for c in recorded),
+                n,
+                tuple(recorded),
+                detectable=detectable,
+            )
+        )
 
     @staticmethod
-    def _detectable(value: np.ndarray, evidence: np.ndarray, half_width: np.ndarray,
-                    scale: Any) -> float:
+    def _detectable(
+        value: np.ndarray, evidence: np.ndarray, half_width: np.ndarray, scale: Any
+    ) -> float:
         r"""The smallest relative error of the claim this check rejects in its weakest direction.
 
         A claim moved by :math:`\delta` passes while :math:`|v + \delta - e| \le w`, so in the
         worst direction it takes :math:`|\delta| > w + |v - e|`; relative to the claim's size
         (or to ``scale`` when the claim is 0), worst entry.
         """
-        size = np.abs(value) if scale is None else np.broadcast_to(numeric_array(scale, "scale"), value.shape)
+        size = (
+            np.abs(value)
+            if scale is None
+            else np.broadcast_to(numeric_array(scale, "scale"), value.shape)
+        )
         if np.any(size <= 0):
-            raise ValueError("the claim is 0 somewhere: give scale= (the size of the quantity) so that the "
-                             "check can state the relative error it detects")
+            raise ValueError(
+                "the claim is 0 somewhere: give scale= (the size of the quantity) so that the "
+                "check can state the relative error it detects"
+            )
         return float(np.max((half_width + np.abs(value - evidence)) / size))
 
     # ------------------------------------------------------------------ checks
@@ -357,13 +412,21 @@ class Ledger:
         est = reference if isinstance(reference, Estimate) else None
         v, r = numeric_array(value, "value"), numeric_array(reference, "reference")
         if v.shape != r.shape:
-            raise ValueError(f"value and reference must have the same shape, got {v.shape} and {r.shape}")
+            raise ValueError(
+                f"value and reference must have the same shape, got {v.shape} and {r.shape}"
+            )
         if v.size == 0:
             raise ValueError("value must not be empty")
         atol = 0.0 if atol is None else float(atol)
-        extra = np.broadcast_to(np.asarray(est.error, dtype=np.float64), r.shape) if est is not None else 0.0
+        extra = (
+            np.broadcast_to(np.asarray(est.error, dtype=np.float64), r.shape)
+            if est is not None
+            else 0.0
+        )
         if atol < 0 or rtol < 0 or (atol == 0 and rtol == 0 and est is None):
-            raise ValueError("give a positive atol and/or rtol (or an Estimate as reference): a check needs a tolerance")
+            raise ValueError(
+                "give a positive atol and/or rtol (or an Estimate as reference): a check needs a tolerance"
+            )
 
         def test(vv: np.ndarray, rr: np.ndarray) -> tuple[bool, int, np.ndarray, np.ndarray]:
             bound = atol + rtol * np.abs(rr) + extra
@@ -383,10 +446,26 @@ class Ledger:
             return not ok, float(w.flat[j]), f"error {format_number(ratio)}× the tolerance"
 
         recorded = self._apply_controls(controls, ("value", "reference"), v.shape, run)
-        detectable = (self._detectable(v, r, np.broadcast_to(bound, v.shape), scale)
-                      if est is not None and est.se is not None else None)
-        self._finish(claim, what, method or (est.method if est else None), why or (est.why if est else None),
-                     passed, vi, ri, err, tol, comparison, int(v.size), recorded, detectable)
+        detectable = (
+            self._detectable(v, r, np.broadcast_to(bound, v.shape), scale)
+            if est is not None and est.se is not None
+            else None
+        )
+        self._finish(
+            claim,
+            what,
+            method or (est.method if est else None),
+            why or (est.why if est else None),
+            passed,
+            vi,
+            ri,
+            err,
+            tol,
+            comparison,
+            int(v.size),
+            recorded,
+            detectable,
+        )
 
     def within_se(
         self,
@@ -416,21 +495,29 @@ class Ledger:
         controls = _controls(control)
         self._need_control(controls)
         if isinstance(value, Estimate) and not isinstance(estimate, Estimate):
-            raise TypeError("within_se takes the claim first and the random Estimate second: "
-                            "within_se(claimed_value, estimate, ...)")
+            raise TypeError(
+                "within_se takes the claim first and the random Estimate second: "
+                "within_se(claimed_value, estimate, ...)"
+            )
         if isinstance(estimate, Estimate):
             if estimate.se is None:
-                raise ValueError("estimate is an Estimate without a standard error: use close() for it")
+                raise ValueError(
+                    "estimate is an Estimate without a standard error: use close() for it"
+                )
             se = estimate.se if se is None else se
             k = estimate.k if k is None else k
             why = why or estimate.why
             method = method or estimate.method
         if se is None:
-            raise TypeError("within_se needs se (or an Estimate with a standard error as the estimate)")
+            raise TypeError(
+                "within_se needs se (or an Estimate with a standard error as the estimate)"
+            )
         k = 4.0 if k is None else float(k)
         v, est = numeric_array(value, "value"), numeric_array(estimate, "estimate")
         if v.shape != est.shape:
-            raise ValueError(f"value and estimate must have the same shape, got {v.shape} and {est.shape}")
+            raise ValueError(
+                f"value and estimate must have the same shape, got {v.shape} and {est.shape}"
+            )
         s = np.broadcast_to(numeric_array(se, "se"), est.shape)
         if np.any(~np.isfinite(s)) or np.any(s <= 0):
             raise ValueError("se must be positive and finite")
@@ -446,22 +533,48 @@ class Ledger:
         vi, ei, si = float(v.flat[i]), float(est.flat[i]), float(s.flat[i])
         passed = bool(np.all(z <= k))
         where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = (f"|{format_number(vi)} − {_fmt_ref(ei)}| = {float(z.flat[i]):.2f} se "
-                      f"{'≤' if passed else '>'} {k:.3g} se (se = {format_number(si)}){where}")
+        comparison = (
+            f"|{format_number(vi)} − {_fmt_ref(ei)}| = {float(z.flat[i]):.2f} se "
+            f"{'≤' if passed else '>'} {k:.3g} se (se = {format_number(si)}){where}"
+        )
 
         def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             zc = zscores(w, est) if side == "value" else zscores(v, w)
             zmax = float(np.max(zc))
-            margin = f"at {zmax:.3g} se > {k:.3g} se" if zmax > k else f"only {zmax:.3g} se ≤ {k:.3g} se"
+            margin = (
+                f"at {zmax:.3g} se > {k:.3g} se" if zmax > k else f"only {zmax:.3g} se ≤ {k:.3g} se"
+            )
             return bool(np.any(zc > k)), float(w.flat[int(np.argmax(zc))]), margin
 
         recorded = self._apply_controls(controls, ("value", "reference"), v.shape, run)
         detectable = self._detectable(v, est, k * s, scale)
-        self._finish(claim, what, method, why or f"{k:g} standard errors of the estimate", passed, vi, ei,
-                     abs(vi - ei), k * si, comparison, int(v.size), recorded, detectable)
+        self._finish(
+            claim,
+            what,
+            method,
+            why or f"{k:g} standard errors of the estimate",
+            passed,
+            vi,
+            ei,
+            abs(vi - ei),
+            k * si,
+            comparison,
+            int(v.size),
+            recorded,
+            detectable,
+        )
 
-    def _bound(self, value: Any, bound: Any, sign: float, claim: str, what: str, method: str,
-               why: str, control: Any) -> None:
+    def _bound(
+        self,
+        value: Any,
+        bound: Any,
+        sign: float,
+        claim: str,
+        what: str,
+        method: str,
+        why: str,
+        control: Any,
+    ) -> None:
         """Check ``sign * (v_i - b_i) <= 0`` for every entry; ``sign = 1`` for ≤, ``-1`` for ≥."""
         controls = _controls(control)
         self._need_control(controls)
@@ -485,16 +598,43 @@ class Ledger:
         def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             g = gaps(w, b) if side == "value" else gaps(v, w)
             j = int(np.argmax(g))
-            wv, wb = (float(w.flat[j]), float(b.flat[j])) if side == "value" else (float(v.flat[j]), float(w.flat[j]))
+            wv, wb = (
+                (float(w.flat[j]), float(b.flat[j]))
+                if side == "value"
+                else (float(v.flat[j]), float(w.flat[j]))
+            )
             rejected = bool(np.any(g > 0))
-            return rejected, float(w.flat[j]), f"{format_number(wv)} {bad if rejected else ok} {format_number(wb)}"
+            return (
+                rejected,
+                float(w.flat[j]),
+                f"{format_number(wv)} {bad if rejected else ok} {format_number(wb)}",
+            )
 
         recorded = self._apply_controls(controls, ("value", "bound"), v.shape, run)
-        self._finish(claim, what, method, why, passed, vi, bi, max(sign * (vi - bi), 0.0), bi, comparison,
-                     int(v.size), recorded)
+        self._finish(
+            claim,
+            what,
+            method,
+            why,
+            passed,
+            vi,
+            bi,
+            max(sign * (vi - bi), 0.0),
+            bi,
+            comparison,
+            int(v.size),
+            recorded,
+        )
 
     def below(
-        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str,
+        self,
+        value: Any,
+        bound: Any,
+        *,
+        claim: str,
+        what: str,
+        method: str,
+        why: str,
         control: Control | list[Control] | None = None,
     ) -> None:
         r"""Check :math:`v_i \le b_i` for every entry (e.g. an error below a floor, a risk gap below a tolerance).
@@ -505,7 +645,14 @@ class Ledger:
         self._bound(value, bound, 1.0, claim, what, method, why, control)
 
     def above(
-        self, value: Any, bound: Any, *, claim: str, what: str, method: str, why: str,
+        self,
+        value: Any,
+        bound: Any,
+        *,
+        claim: str,
+        what: str,
+        method: str,
+        why: str,
         control: Control | list[Control] | None = None,
     ) -> None:
         r"""Check :math:`v_i \ge b_i` for every entry (e.g. an accuracy above chance plus a margin).
@@ -522,8 +669,10 @@ class Ledger:
         n_rejected = sum(c["rejected"] for e in self.entries for c in e.controls)
         # two short lines: the summary is printed at the end of every chapter, in a page column
         # of about 80 characters
-        return (f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims;\n"
-                f"{n_rejected}/{n_controls} negative controls rejected")
+        return (
+            f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims;\n"
+            f"{n_rejected}/{n_controls} negative controls rejected"
+        )
 
 
 def glue(name: str, value: Any) -> None:

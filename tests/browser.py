@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from bookkit.browser import browser_page, chromium_path, serve, wait_for_math
 
-__all__ = ["browser_page", "chromium_path", "serve", "wait_for_math", "settle", "run_axe",
-           "AXE_FAILING", "DARK_MODE_RULES"]
+__all__ = [
+    "browser_page",
+    "chromium_path",
+    "serve",
+    "wait_for_math",
+    "settle",
+    "run_axe",
+    "AXE_FAILING",
+    "DARK_MODE_RULES",
+]
 
 
 def settle(page, timeout_ms: int = 5_000) -> None:
@@ -19,9 +27,12 @@ def settle(page, timeout_ms: int = 5_000) -> None:
     run in the middle of it measures half-transparent text and reports contrast failures that a
     reader never sees.
     """
-    page.evaluate("""(ms) => Promise.race([
+    page.evaluate(
+        """(ms) => Promise.race([
         Promise.all(document.getAnimations().map(a => a.finished.catch(() => null))),
-        new Promise(r => setTimeout(r, ms))])""", timeout_ms)
+        new Promise(r => setTimeout(r, ms))])""",
+        timeout_ms,
+    )
 
 
 #: axe-core's impacts that fail the accessibility test (minor and moderate are reported only)
@@ -46,7 +57,14 @@ def run_axe(page, rules: tuple[str, ...] | None = None) -> dict:
         options["runOnly"] = {"type": "rule", "values": list(rules)}
     results = Axe().run(page, options=options).response
     applied = len(results["passes"]) + len(results["violations"]) + len(results["incomplete"])
-    violations = [{"id": v["id"], "impact": v["impact"], "nodes": len(v["nodes"]), "help": v["help"],
-                   "targets": [", ".join(map(str, n["target"])) for n in v["nodes"][:5]]}
-                  for v in results["violations"]]
+    violations = [
+        {
+            "id": v["id"],
+            "impact": v["impact"],
+            "nodes": len(v["nodes"]),
+            "help": v["help"],
+            "targets": [", ".join(map(str, n["target"])) for n in v["nodes"][:5]],
+        }
+        for v in results["violations"]
+    ]
     return {"rules": applied, "violations": violations}

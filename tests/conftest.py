@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -39,24 +36,11 @@ def read_chapter(path: Path):
 
 def chapter_cells(path: Path, cell_type: str | None = None) -> list[tuple[int, str, set[str]]]:
     """``(index, source, tags)`` of the chapter's cells (of one type if given), indices over all cells."""
-    return [(i, c.source, set(c.metadata.get("tags", [])))
-            for i, c in enumerate(read_chapter(path).cells) if cell_type is None or c.cell_type == cell_type]
-
-
-def load_repo_module(folder: str, name: str) -> ModuleType:
-    """Import ``REPO/folder/name.py`` (a script, not a package) as ``name``.
-
-    The folder is on ``sys.path`` meanwhile, as it is for the scripts (they import ``nbrun``).
-    """
-    spec = importlib.util.spec_from_file_location(name, REPO / folder / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, str(REPO / folder))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / folder))
-    return module
+    return [
+        (i, c.source, set(c.metadata.get("tags", [])))
+        for i, c in enumerate(read_chapter(path).cells)
+        if cell_type is None or c.cell_type == cell_type
+    ]
 
 
 def random_spd(rng: np.random.Generator, d: int, scale: float = 1.0) -> np.ndarray:
@@ -66,7 +50,9 @@ def random_spd(rng: np.random.Generator, d: int, scale: float = 1.0) -> np.ndarr
 
 def random_mixture(rng: np.random.Generator, K: int, d: int) -> GaussianMixture:
     w = rng.dirichlet(np.ones(K) * 2.0)
-    return GaussianMixture(w, rng.normal(size=(K, d)), np.stack([random_spd(rng, d, 0.5) for _ in range(K)]))
+    return GaussianMixture(
+        w, rng.normal(size=(K, d)), np.stack([random_spd(rng, d, 0.5) for _ in range(K)])
+    )
 
 
 @pytest.fixture
@@ -90,12 +76,19 @@ ncomp = st.integers(min_value=1, max_value=4)
 
 # ---------------------------------------------------------------- tests of the built book
 def pytest_addoption(parser):
-    parser.addoption("--built", action="store_true", default=False,
-                     help="run the tests marked 'built', which read a finished build in _build/")
+    parser.addoption(
+        "--built",
+        action="store_true",
+        default=False,
+        help="run the tests marked 'built', which read a finished build in _build/",
+    )
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "built: reads the finished build in _build/ (make test runs them after the build)")
+    config.addinivalue_line(
+        "markers",
+        "built: reads the finished build in _build/ (make test runs them after the build)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -27,8 +27,16 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from .browser import (AXE_FAILING, DARK_MODE_RULES, browser_page, chromium_path, run_axe, serve, settle,
-                      wait_for_math)
+from .browser import (
+    AXE_FAILING,
+    DARK_MODE_RULES,
+    browser_page,
+    chromium_path,
+    run_axe,
+    serve,
+    settle,
+    wait_for_math,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
@@ -85,7 +93,9 @@ SLIDERS_JS = r"""
 
 def _need_chromium():
     if chromium_path() is None:
-        pytest.skip("no Chromium installed: `apt-get install chromium` (as root) to run the real-browser test")
+        pytest.skip(
+            "no Chromium installed: `apt-get install chromium` (as root) to run the real-browser test"
+        )
     assert (HTML / "index.html").is_file(), "build the book first (make test does)"
 
 
@@ -129,7 +139,9 @@ def test_page_renders_in_a_real_browser(page_and_base, name):
     page, base = page_and_base
     _open(page, base, name)
     math = page.evaluate(RAW_MATH_JS)
-    assert not math["found"], f"{name}: raw math left untypeset ({math['found']}): …{math['context']}…"
+    assert not math["found"], (
+        f"{name}: raw math left untypeset ({math['found']}): …{math['context']}…"
+    )
     assert math["errors"] == 0, f"{name}: MathJax reported {math['errors']} errors"
     if name in _chapters():
         assert math["typeset"] > 0, f"{name}: no formula was typeset"
@@ -155,14 +167,20 @@ def test_every_slider_moves_the_picture(page_and_base, slider_report, name):
         image = root.locator("img")
         for j, slider in enumerate(fig["sliders"]):
             rng = root.locator("input[type=range]").nth(j)
-            before = (image.get_attribute("src"), image.get_attribute("alt"),
-                      rng.get_attribute("aria-valuetext"))
+            before = (
+                image.get_attribute("src"),
+                image.get_attribute("alt"),
+                rng.get_attribute("aria-valuetext"),
+            )
             value, top = int(rng.input_value()), int(rng.get_attribute("max"))
             rng.scroll_into_view_if_needed()
             rng.focus()
             page.keyboard.press("ArrowRight" if value < top else "ArrowLeft")
-            after = (image.get_attribute("src"), image.get_attribute("alt"),
-                     rng.get_attribute("aria-valuetext"))
+            after = (
+                image.get_attribute("src"),
+                image.get_attribute("alt"),
+                rng.get_attribute("aria-valuetext"),
+            )
             what = f"{fig['id']} slider {slider['label']!r}"
             if int(rng.input_value()) == value:
                 problems.append(f"{what}: the keyboard does not move it")
@@ -197,14 +215,21 @@ def test_no_visible_code_block_scrolls_sideways(page_and_base, name):
         wide = page.evaluate(WIDE_CODE_JS)
     finally:
         page.set_viewport_size({"width": 1280, "height": 1600})
-    assert not wide, (f"{name}: {len(wide)} visible code blocks scroll sideways at 1280×800 (scrollWidth > "
-                      "clientWidth; longest line):\n" + "\n".join(
-                          f"  {w['scroll']} > {w['client']} px, {w['chars']} chars: {w['line']}" for w in wide))
+    assert not wide, (
+        f"{name}: {len(wide)} visible code blocks scroll sideways at 1280×800 (scrollWidth > "
+        "clientWidth; longest line):\n"
+        + "\n".join(
+            f"  {w['scroll']} > {w['client']} px, {w['chars']} chars: {w['line']}" for w in wide
+        )
+    )
 
 
 def _axe_failures(result: dict) -> list[str]:
-    return [f"  {v['id']} ({v['impact']}, {v['nodes']} elements): {v['help']} e.g. {v['targets'][:2]}"
-            for v in result["violations"] if v["impact"] in AXE_FAILING]
+    return [
+        f"  {v['id']} ({v['impact']}, {v['nodes']} elements): {v['help']} e.g. {v['targets'][:2]}"
+        for v in result["violations"]
+        if v["impact"] in AXE_FAILING
+    ]
 
 
 DARK_JS = """() => { const h = document.documentElement; h.dataset.mode = 'dark'; h.dataset.theme = 'dark';
@@ -229,7 +254,8 @@ def test_page_is_accessible(page_and_base, axe_report, name):
     axe_report.add(f"{name} (dark)", dark)
     page.screenshot(path=str(SHOTS / "dark" / f"{name}.png"), full_page=False)
     failures = [f"light mode:\n{x}" for x in _axe_failures(light)] + [
-        f"dark mode:\n{x}" for x in _axe_failures(dark)]
+        f"dark mode:\n{x}" for x in _axe_failures(dark)
+    ]
     assert not failures, f"{name}: axe-core violations:\n" + "\n".join(failures)
 
 
@@ -271,11 +297,16 @@ def test_every_figure_has_its_caption_as_alt_text():
         for fig in parser.figures:
             for alt in fig["alts"]:
                 checked += 1
-                generic = not alt or re.search(r"\.(png|svg|jpe?g)$", alt) or alt.strip().lower() in {
-                    "image", "figure", "png", "output", "plot"}
+                generic = (
+                    not alt
+                    or re.search(r"\.(png|svg|jpe?g)$", alt)
+                    or alt.strip().lower() in {"image", "figure", "png", "output", "plot"}
+                )
                 words = set(re.findall(r"[A-Za-z]{4,}", alt or ""))
                 if generic or not words & set(re.findall(r"[A-Za-z]{4,}", fig["caption"])):
-                    bad.append(f"{name}: alt={alt!r} caption={' '.join(fig['caption'].split())[:60]!r}")
+                    bad.append(
+                        f"{name}: alt={alt!r} caption={' '.join(fig['caption'].split())[:60]!r}"
+                    )
     assert checked, "no figure found in the built book"
     assert not bad, "figure images whose alt text is not their caption:\n" + "\n".join(bad[:20])
 
@@ -340,22 +371,36 @@ def test_intro_cites_and_links_this_edition():
     import ast
 
     tree = ast.parse((ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
-    version = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                   and getattr(n.targets[0], "id", None) == "__version__")
+    version = next(
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "__version__"
+    )
     html = (HTML / "book" / "intro.html").read_text(encoding="utf-8")
     text = unescape(re.sub(r"<[^>]+>", "", html))  # the BibTeX block is highlighted: text only
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
     owner_repo = "/".join(url.split("/")[-2:])
     development = ".dev" in version  # main: links to the branch, the record cites the commit
-    ref = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["branch"] \
-        if development else f"v{version}"
+    ref = (
+        yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["branch"]
+        if development
+        else f"v{version}"
+    )
     release = f"{url}/releases" if development else f"{url}/releases/tag/v{version}"
-    for link in (f"{url}/tree/{ref}", release,
-                 f"https://colab.research.google.com/github/{owner_repo}/blob/{ref}/book/",
-                 f"https://mybinder.org/v2/gh/{owner_repo}/{ref}?urlpath=tree/book/"):
+    for link in (
+        f"{url}/tree/{ref}",
+        release,
+        f"https://colab.research.google.com/github/{owner_repo}/blob/{ref}/book/",
+        f"https://mybinder.org/v2/gh/{owner_repo}/{ref}?urlpath=tree/book/",
+    ):
         assert f'href="{link}' in html, f"intro.html has no link to {link}"
-        assert link.split("://")[1] in text, f"intro.html does not show {link} (the tag must be visible)"
-    needles = ((f"Development version {version}", f"the development version {version} of the book")
-               if development else (f"edition   = {{{version}}}", f"edition {version} of the book"))
+        assert link.split("://")[1] in text, (
+            f"intro.html does not show {link} (the tag must be visible)"
+        )
+    needles = (
+        (f"Development version {version}", f"the development version {version} of the book")
+        if development
+        else (f"edition   = {{{version}}}", f"edition {version} of the book")
+    )
     for needle in needles:
         assert needle in text, f"intro.html lacks {needle!r}"

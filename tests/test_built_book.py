@@ -49,7 +49,17 @@ def claims() -> list[dict]:
 
 def test_entries_are_complete_and_passed(ledger):
     assert ledger, "the ledger is empty"
-    keys = {"chapter", "claim", "value", "reference", "tolerance", "method", "passed", "why", "what"}
+    keys = {
+        "chapter",
+        "claim",
+        "value",
+        "reference",
+        "tolerance",
+        "method",
+        "passed",
+        "why",
+        "what",
+    }
     for entry in ledger:
         assert keys <= set(entry), f"ledger entry lacks {keys - set(entry)}: {entry}"
         assert entry["passed"] is True, f"failed check in the ledger: {entry}"
@@ -85,8 +95,11 @@ def test_random_checks_state_their_power(ledger):
     from gmmlib.checks import MAX_DETECTABLE
 
     assert all("detectable" in e for e in ledger), "ledger entries without the `detectable` field"
-    weak = [f"{e['chapter']} [{e['claim']}] {e['what']}: {e['detectable']:.1%}" for e in ledger
-            if e["detectable"] is not None and e["detectable"] > MAX_DETECTABLE]
+    weak = [
+        f"{e['chapter']} [{e['claim']}] {e['what']}: {e['detectable']:.1%}"
+        for e in ledger
+        if e["detectable"] is not None and e["detectable"] > MAX_DETECTABLE
+    ]
     assert not weak, "random checks that cannot see a 10 % error:\n" + "\n".join(weak)
     html = (BUILD / "html" / "book" / "ledger.html").read_text()
     assert "smallest error it detects" in html
@@ -119,8 +132,9 @@ def test_concordance_is_complete_and_resolved():
     registry = yaml.safe_load((ROOT / "book" / "paper_results.yml").read_text())
     for key, paper in registry.items():
         for item in paper["results"]:
-            assert any(r["key"] == key and r["result"] == item["name"] for r in rows), \
+            assert any(r["key"] == key and r["result"] == item["name"] for r in rows), (
                 f"{item['name']} of {key} has no row in the built concordance"
+            )
     unresolved = [(r["result"], lab) for r in rows for lab, ok in r["resolved"].items() if not ok]
     assert not unresolved, f"concordance rows naming labels that do not exist: {unresolved}"
     html = (BUILD / "html" / "book" / "concordance.html").read_text()

