@@ -310,3 +310,33 @@ def test_log_gate_ratios_are_quadratics_with_the_stated_hessian():
     np.testing.assert_allclose(second_diff, predicted, rtol=0, atol=tol)
     # near miss: the quadratic's coefficient read as its curvature (half the second derivative)
     assert np.abs(second_diff - predicted / 2).max() > 1e3 * tol
+
+
+def test_finite_prompt_law_mixture_written_out():
+    """Chapter 1's law C(z) = e^{Λ(2a) − 2Λ(a)} E_{μ^(2a)}‖VX − T‖² written out in
+    numpy for a three-component mixture agrees with finite_prompt_mse to round-off, and the gates of
+    the tilt by a (instead of 2a) do not."""
+    from scipy.special import softmax
+
+    mix = GaussianMixture(weights=[0.5, 0.3, 0.2], means=[[-1.0, 0.0], [1.0, 1.0], [0.5, -1.5]],
+                          covs=[[[0.4, 0.1], [0.1, 0.3]], [[0.2, 0.0], [0.0, 0.5]],
+                                [[0.3, -0.1], [-0.1, 0.2]]])
+    U, V = np.array([[0.8, 0.3], [-0.2, 0.6]]), np.eye(2)
+    angles = np.linspace(0, 2 * np.pi, 8, endpoint=False)
+    queries = np.column_stack([np.cos(angles), np.sin(angles)])
+    T = softmax_attention_limit(mix, queries, U, V)
+
+    def written_out(a, t, s=2.0):
+        pi, m, G = mix.weights, mix.means, mix.covs
+        quad = np.einsum("i,kij,j->k", a, G, a)
+        lam = lambda c: np.log(np.sum(pi * np.exp(c * m @ a + 0.5 * c**2 * quad)))  # noqa: E731
+        gates = softmax(np.log(pi) + s * m @ a + 0.5 * s**2 * quad)
+        means = m + 2 * np.einsum("kij,j->ki", G, a)
+        spread = np.einsum("pi,kij,pj->k", V, G, V) + np.sum((means @ V.T - t) ** 2, axis=1)
+        return np.exp(lam(2) - 2 * lam(1)) * gates @ spread
+
+    C = finite_prompt_mse(mix, queries, U, V)
+    A = queries @ U.T
+    np.testing.assert_allclose([written_out(a, t) for a, t in zip(A, T)], C, rtol=1e-12)
+    wrong = np.array([written_out(a, t, s=1.0) for a, t in zip(A, T)])
+    assert np.max(np.abs(wrong / C - 1)) > 1e-3

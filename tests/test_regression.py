@@ -348,3 +348,33 @@ def test_optimal_finite_risk_equals_eigenvalue_sum(L):
     assert np.isclose(reg.optimal_finite_prompt_linear_risk(Sigma, L), eig_sum, rtol=1e-12)
     wrong = np.sum(lam * (lam + t) / (L * lam + t))  # L in place of L + 1
     assert not np.isclose(reg.optimal_finite_prompt_linear_risk(Sigma, L), wrong, rtol=1e-6)
+
+
+def test_finite_prompt_linear_risk_written_out():
+    """Chapter 2's R_L(A, b) of eq-02-finite-risk written out in traces agrees
+    with finite_prompt_linear_risk to round-off; forgetting the pairing (1 for 1 + 1/L) does not."""
+    Sigma = np.array([[1.0, 0.3], [0.3, 0.5]])
+    A, b = np.array([[0.3, -0.7], [0.5, 0.4]]), 0.8
+    tS = np.trace(Sigma)
+
+    def written_out(L, fourth):
+        quad = fourth * np.trace(Sigma @ A @ Sigma @ A.T @ Sigma) + tS / L * np.trace(A @ Sigma @ A.T @ Sigma)
+        return b**2 * quad - 2 * b * np.trace(Sigma @ A @ Sigma) + tS
+
+    for L in (4, 16, 64):
+        got = reg.finite_prompt_linear_risk(Sigma, A, b, L)
+        np.testing.assert_allclose(written_out(L, 1 + 1 / L), got, rtol=1e-12)
+        assert abs(written_out(L, 1.0) / got - 1) > 1e-4
+
+
+@pytest.mark.parametrize("L", [10**2, 10**3, 10**4])
+def test_optimal_finite_risk_asymptotics(L):
+    """Chapter 2's 0 ≤ (d+1)trΣ − L·R*_L ≤ Σᵢ(λᵢ + trΣ)²/λᵢ/(L + 1), the bound
+    of the proof of prop-02-finite-risk, which d·trΣ misses."""
+    Sigma = np.array([[1.0, 0.3], [0.3, 0.5]])
+    lam, tS, d = np.linalg.eigvalsh(Sigma), np.trace(Sigma), 2
+    LR = L * reg.optimal_finite_prompt_linear_risk(Sigma, L)
+    bound = np.sum((lam + tS) ** 2 / lam) / (L + 1)
+    roundoff = 16 * L * np.finfo(float).eps * tS
+    assert -roundoff <= (d + 1) * tS - LR <= bound + roundoff
+    assert abs(d * tS - LR) > bound
