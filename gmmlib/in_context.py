@@ -20,7 +20,7 @@ Writing :math:`1/B^2 = \int_0^\infty s\,e^{-sB}\,ds` and using the independence 
 with :math:`\varphi(s) = \mathbb E e^{-sw}`, :math:`\mathcal A(s) = \mathbb E[wDe^{-sw}]` and
 :math:`\mathcal B(s) = \mathbb E[w^2\|D\|^2e^{-sw}]` (Chapter 10, :prf:ref:`prop-10-mean-error`).
 For a Gaussian mixture these are one-dimensional integrals over the score :math:`x = a^\top Z`,
-because given its score a token's value is Gaussian.
+because given its component and its score a token's value is Gaussian.
 """
 
 from __future__ import annotations
