@@ -33,7 +33,8 @@ import numpy as np
 from scipy.special import expit
 
 from gmmlib.lda import (EffectiveParams, LDABlocks, LDAModel, attention_jacobian,
-                        effective_params, population_risk, zeta_sequence)
+                        effective_params, population_risk)
+from gmmlib.lda_landscape import zeta_sequence
 
 C1 = LDAModel(0.6, [1.0, 0.0], [0.0, 1.0], np.eye(2))  # setting C1
 w_star, b_star = C1.bayes_params()

@@ -32,8 +32,9 @@
 import numpy as np
 
 from gmmlib import linear_attention_limit, softmax_attention_limit
-from gmmlib.classification import bayes_scores, xor_bayes_accuracy
-from gmmlib.selection import onehot_task, readout_construction, token_mixture, xor_task
+from gmmlib.classification import bayes_scores
+from gmmlib.selection import (onehot_task, readout_construction, token_mixture, xor_bayes_accuracy,
+                              xor_task)
 
 # %% [raw]
 # # BEGIN QUESTION

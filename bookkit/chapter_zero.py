@@ -3,7 +3,8 @@
 The Toolkit (``book/00_toolkit``) sits in an unnumbered part of ``_toc.yml`` so that the
 chapters after it keep the numbers 1 to 10; Sphinx would number what it holds "(1)",
 "Lemma 1", which a reader takes for Chapter 1's. Once Sphinx has assigned the numbers, a 0 is
-prefixed to every number of the pages in ``chapter_zero_docs``, wherever shown or referred to.
+prefixed to every number of the pages in ``chapter_zero_docs``, wherever shown or referred to,
+and each kind's count restarts at 1 (an unnumbered page before it, the intro, shares the counter).
 """
 
 from typing import Any
@@ -19,9 +20,12 @@ def _prefix_zero(app: Sphinx, env: Any) -> list[str]:
         if secnumber:
             continue  # the page is numbered after all: Sphinx's numbers stand
         for numbers in fignumbers.values():
+            # unnumbered pages share one counter (the intro's figure is "1"): restart it at 1
+            firsts = [n[0] for n in numbers.values() if n and n[0] != 0]
+            offset = min(firsts, default=1) - 1
             for key, number in numbers.items():
                 if number and number[0] != 0:
-                    numbers[key] = (0, *number)
+                    numbers[key] = (0, number[0] - offset, *number[1:])
     return []
 
 

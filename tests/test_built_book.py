@@ -147,3 +147,7 @@ def test_toolkit_numbers_read_as_chapter_zero():
     numbers = re.findall(r'class="eqno">\(([0-9.]+)\)', html)
     assert numbers and all(n.startswith("0.") for n in numbers), numbers[:5]
     assert "Lemma 0.1" in html and not re.search(r"Lemma 1\b(?!\.)", html)
+    # each kind counts from 1, though the intro (unnumbered too) holds a figure before it
+    assert numbers[0] == "0.1", numbers[:3]
+    figures = re.findall(r'<span class="caption-number">Fig(?:ure|\.) ([0-9.]+)', html)
+    assert figures and figures[0] == "0.1", figures[:3]
