@@ -49,152 +49,17 @@ from .evidence import monte_carlo_mean as monte_carlo_mean
 from .evidence import replicate_mean_se as replicate_mean_se
 from .evidence import replicates as replicates
 from .evidence import richardson_derivative as richardson_derivative
+from .verdicts import MAX_DETECTABLE as MAX_DETECTABLE
+from .verdicts import MIME_TYPE as MIME_TYPE
+from .verdicts import CheckFailed as CheckFailed
+from .verdicts import CheckResult as CheckResult
+from .verdicts import Control as Control
+from .verdicts import show
 
 # The evidence a check compares with (Estimate and the functions that make one) is defined in
-# gmmlib.evidence and imported here too, so that a chapter takes every check tool from here.
-__all__ = [
-    "CheckFailed",
-    "CheckResult",
-    "Control",
-    "Ledger",
-    "MAX_DETECTABLE",
-    "MIME_TYPE",
-    "glue",
-]
-
-#: A check from random draws must detect a relative error of the claim this large (10 %).
-MAX_DETECTABLE = 0.10
-#: The relative address of the verification ledger page from a chapter's page.
-LEDGER_PAGE = "ledger.html"
-#: The MIME type of a check's record in its cell's output (:meth:`CheckResult.record`, JSON).
-MIME_TYPE = "application/vnd.gmmlib.check+json"
-
-
-class CheckFailed(AssertionError):
-    """A numerical check of a claim in the book did not hold, or could not tell a wrong answer from it."""
-
-
-@dataclass(frozen=True)
-class Control:
-    r"""A negative control: a plausible wrong answer that the check must reject.
-
-    Parameters
-    ----------
-    name : str
-        What the wrong answer is, in words ("c₁ = 0", "the gate tilted by a instead of 2a").
-    value : scalar or array_like
-        The wrong answer, of the same shape as what it replaces.
-    replaces : {"value", "reference", "bound"} or None
-        Which argument of the check the wrong answer takes the place of. By default the
-        *value*: the claim, the first argument of every check.
-    """
-
-    name: str
-    value: Any
-    replaces: str | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(
-                "Control.name must be a non-empty string saying what the wrong answer is"
-            )
-        if self.replaces not in (None, "reference", "value", "bound"):
-            raise ValueError(
-                f"Control.replaces must be 'reference', 'value', 'bound' or None, got {self.replaces!r}"
-            )
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One ledger entry: what was compared, with which tolerance and why, the controls, and the verdict."""
-
-    chapter: str
-    claim: str
-    what: str
-    value: float
-    reference: float
-    error: float
-    tolerance: float
-    comparison: str
-    method: str
-    why: str
-    passed: bool
-    n_compared: int = 1
-    controls: tuple = ()
-    index: int = 0
-    detectable: float | None = None
-
-    @property
-    def anchor(self) -> str:
-        """The id of this check's row on the ledger page (``check-<chapter>-<index>``)."""
-        return f"check-{self.chapter}-{self.index}"
-
-    def control_summary(self) -> str:
-        """The controls and the margins by which they were rejected, in one phrase."""
-        if not self.controls:
-            return "no negative control"
-        return "; ".join(
-            f"{'rejects' if c['rejected'] else 'DOES NOT REJECT'} {c['name']} ({c['margin']})"
-            for c in self.controls
-        )
-
-    @property
-    def random(self) -> bool:
-        """Whether the evidence came from random draws (then ``detectable`` is set)."""
-        return self.detectable is not None
-
-    def verdict(self) -> str:
-        """The one-line verdict printed under a check cell (the ledger holds the rest)."""
-        mark = "✔" if self.passed else "✘ CHECK FAILED:"
-        return f"{mark} {self.what}: {self.comparison}; {self.control_summary()}"
-
-    def _repr_html_(self) -> str:
-        import html
-
-        mark = "✔" if self.passed else "✘ CHECK FAILED:"
-        text = html.escape(f"{self.what}: {self.comparison}; {self.control_summary()}")
-        return (
-            f'<p class="check-verdict">{mark} {text} '
-            f'<a href="{LEDGER_PAGE}#{self.anchor}" title="tolerance, method and controls '
-            f'in the verification ledger">[ledger]</a></p>'
-        )
-
-    def __str__(self) -> str:
-        return self.verdict()
-
-    def record(self) -> dict[str, Any]:
-        """The ledger's entry for this check: a JSON object (what ``ledger.json`` lists)."""
-        return {**asdict(self), "controls": [dict(c) for c in self.controls]}
-
-
-class _Shown:
-    """Displays a verdict once (HTML with a link to the ledger, or plain text)."""
-
-    def __init__(self, result: CheckResult) -> None:
-        self.result = result
-
-    def _repr_html_(self) -> str:
-        return self.result._repr_html_()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        return {MIME_TYPE: self.result.record()}  # carried beside the html and plain verdict
-
-    def __repr__(self) -> str:
-        return self.result.verdict()
-
-
-def _show(result: CheckResult) -> None:
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # pragma: no cover - IPython is a dependency of the book
-        print(result.verdict())
-        return
-    if get_ipython() is None:
-        print(result.verdict())
-    else:
-        display(_Shown(result))
-
+# gmmlib.evidence, what a check produces (Control, CheckResult, ...) in gmmlib.verdicts; both
+# are imported here too, so that a chapter takes every check tool from here.
+__all__ = ["Ledger", "glue"]
 
 def _scalar(x: Any, name: str) -> float:
     arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64)
@@ -257,14 +122,14 @@ class Ledger:
     def _record(self, result: CheckResult) -> None:
         result = CheckResult(**{**asdict(result), "index": len(self.entries) + 1})
         self.entries.append(result)
-        _show(result)
+        show(result)
         if result.passed:
             return
         weak = [c["name"] for c in result.controls if not c["rejected"]]
         if weak:
             raise CheckFailed(
-                f"The check of [{result.claim}] in chapter {result.chapter} cannot tell the claim from "
-                f"a wrong answer: {result.what} would pass with {', '.join(weak)} too "
+                f"The check of [{result.claim}] in chapter {result.chapter} cannot tell the "
+                f"claim from a wrong answer: {result.what} would pass with {', '.join(weak)} too "
                 f"({result.control_summary()}). Redesign the check so that it has power against it."
             )
         if (
@@ -273,7 +138,8 @@ class Ledger:
             and "≤" in result.comparison
         ):
             raise CheckFailed(
-                f"The check of [{result.claim}] in chapter {result.chapter} is too weak: {result.what} "
+                f"The check of [{result.claim}] in chapter {result.chapter} is too weak: "
+                f"{result.what} "
                 f"could not detect a relative error of the claim below {result.detectable:.1%} "
                 f"(the book asks for {MAX_DETECTABLE:.0%}). Add replicates, or show the cell as an "
                 "illustration outside the ledger."
@@ -286,9 +152,9 @@ class Ledger:
     def _need_control(self, controls: list[Control]) -> None:
         if self.require_control and not controls:
             raise TypeError(
-                "every check needs control=Control(name, wrong_claim): a plausible wrong answer (a dropped "
-                "term, a factor of 2, a transposed matrix, the rival prediction) that the same comparison "
-                "must reject"
+                "every check needs control=Control(name, wrong_claim): a plausible wrong "
+                "answer (a dropped term, a factor of 2, a transposed matrix, the rival "
+                "prediction) that the same comparison must reject"
             )
 
     @staticmethod
@@ -301,7 +167,10 @@ class Ledger:
     def _apply_controls(
         controls: list[Control], sides: tuple[str, ...], shape: tuple, run: Any
     ) -> list[dict[str, Any]]:
-        """Apply the check's own test to each control; ``run(side, wrong)`` returns (rejected, value, margin)."""
+        """Apply the check's own test to each control.
+
+        ``run(side, wrong)`` returns ``(rejected, value, margin)``.
+        """
         recorded = []
         for c in controls:
             side = c.replaces or "value"
@@ -398,7 +267,7 @@ class Ledger:
         scale: Any = None,
         control: Control | list[Control] | None = None,
     ) -> None:
-        r"""Check :math:`|v_i - r_i| \le \text{atol} + \text{rtol}\,|r_i| (+ \varepsilon_i)` for every entry.
+        r"""Check :math:`|v_i - r_i| \le \text{atol} + \text{rtol}\,|r_i| (+ \varepsilon_i)`, all i.
 
         ``value`` is the claim, ``reference`` the independent evidence: a scalar or array of
         the same shape, or an :class:`Estimate`, whose ``error`` :math:`\varepsilon_i` is added
@@ -425,7 +294,8 @@ class Ledger:
         )
         if atol < 0 or rtol < 0 or (atol == 0 and rtol == 0 and est is None):
             raise ValueError(
-                "give a positive atol and/or rtol (or an Estimate as reference): a check needs a tolerance"
+                "give a positive atol and/or rtol (or an Estimate as reference): "
+                "a check needs a tolerance"
             )
 
         def test(vv: np.ndarray, rr: np.ndarray) -> tuple[bool, int, np.ndarray, np.ndarray]:
@@ -438,7 +308,9 @@ class Ledger:
         vi, ri = float(v.flat[i]), float(r.flat[i])
         err, tol = abs(vi - ri), float(bound.flat[i])
         where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = f"|{format_number(vi)} − {_fmt_ref(ri)}| = {format_number(err)} {'≤' if passed else '>'} {format_number(tol)}{where}"
+        sign = "≤" if passed else ">"
+        comparison = (f"|{format_number(vi)} − {_fmt_ref(ri)}| = {format_number(err)} {sign} "
+                      f"{format_number(tol)}{where}")
 
         def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
             ok, j, b, d = test(w, r) if side == "value" else test(v, w)
@@ -484,8 +356,9 @@ class Ledger:
         r"""Check a claim against a random estimate: :math:`|v - \hat\theta| \le k\,\mathrm{se}`.
 
         ``value`` is the claim; ``estimate`` the random evidence, an :class:`Estimate` from
-        :func:`~gmmlib.evidence.replicates` or :func:`~gmmlib.evidence.monte_carlo_mean` (whose ``se``, ``k``, ``why`` and
-        ``method`` are used unless given), or an array with its ``se``. With :math:`k = 4` a
+        :func:`~gmmlib.evidence.replicates` or :func:`~gmmlib.evidence.monte_carlo_mean`
+        (whose ``se``, ``k``, ``why`` and ``method`` are used unless given), or an array with
+        its ``se``. With :math:`k = 4` a
         correct claim fails with probability about 6·10⁻⁵ per entry; the draws are seeded, so
         a passing build keeps passing. Arrays are compared entry by entry (``se`` broadcast).
         The check states the smallest relative error of the claim it detects (relative to
@@ -637,7 +510,7 @@ class Ledger:
         why: str,
         control: Control | list[Control] | None = None,
     ) -> None:
-        r"""Check :math:`v_i \le b_i` for every entry (e.g. an error below a floor, a risk gap below a tolerance).
+        r"""Check :math:`v_i \le b_i` for every entry (an error below a floor, a gap below a bound).
 
         The control's wrong answer replaces ``value`` (its error, its risk, …) by default,
         or ``bound`` with ``replaces="bound"``; it must violate the inequality somewhere.

@@ -35,7 +35,10 @@ def read_chapter(path: Path):
 
 
 def chapter_cells(path: Path, cell_type: str | None = None) -> list[tuple[int, str, set[str]]]:
-    """``(index, source, tags)`` of the chapter's cells (of one type if given), indices over all cells."""
+    """``(index, source, tags)`` of the chapter's cells (of one type if given).
+
+    Indices run over all cells.
+    """
     return [
         (i, c.source, set(c.metadata.get("tags", [])))
         for i, c in enumerate(read_chapter(path).cells)

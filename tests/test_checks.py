@@ -439,7 +439,7 @@ def test_a_verdict_carries_its_record_beside_the_html_and_text():
 
     from IPython.core.formatters import DisplayFormatter
 
-    from gmmlib.checks import MIME_TYPE, _Shown
+    from gmmlib.verdicts import MIME_TYPE, _Shown
 
     led = Ledger("14_test")
     led.close(

@@ -1,4 +1,4 @@
-"""The concordance with the papers: every numbered result and figure has a row, every row a real label.
+"""The concordance with the papers: every numbered result and figure a row, every row a label.
 
 These tests read the sources (no build needed); the strict build checks the same through
 ``bookkit/concordance.py`` and writes ``_build/concordance.json`` (tested in test_built_book.py).
@@ -22,7 +22,7 @@ PAPER_RE = re.compile(r"^```+\{paper\}\s+(\S+)\s+(.+?)\s*\n((?::\w+:.*\n)*)", re
 
 
 def _markdown_sources() -> dict[str, str]:
-    """The Markdown of every page: a chapter's Markdown cells (its .md read by jupytext), other pages whole."""
+    """The Markdown of every page: a chapter's Markdown cells (via jupytext), other pages whole."""
     chapters = chapter_sources(ROOT)
     out = {}
     for path in chapters:
@@ -35,7 +35,7 @@ def _markdown_sources() -> dict[str, str]:
 
 
 def _labels() -> set[str]:
-    """Every label a {paper} row may name: claims, equations, sections, figures (also from cell metadata)."""
+    """Every label a {paper} row may name: claims, equations, sections, figures (metadata too)."""
     labels: set[str] = set()
     for text in _markdown_sources().values():
         labels |= set(re.findall(r"^:(?:label|name):\s*(\S+)", text, re.M))
@@ -89,7 +89,8 @@ def test_registry_is_well_formed():
 )
 def test_every_paper_result_has_a_row(key, name):
     assert any(r["key"] == key and r["result"] == name for r in ROWS), (
-        f"{name} of {key} has no {{paper}} row: add one next to the book's result (or, if the book does not "
+        f"{name} of {key} has no {{paper}} row: add one next to the book's result "
+        f"(or, if the book does not "
         "cover it, in book/concordance.md with :status: not-covered)"
     )
 

@@ -95,7 +95,7 @@ def test_pre_commit_syncs_the_pairs():
 
 
 def test_launch_buttons_of_a_myst_chapter_open_its_notebook(tmp_path):
-    """A page built from book/ch.md with its paired ch.ipynb excluded: Colab and Binder open the .ipynb.
+    """A page built from book/ch.md, its paired ch.ipynb excluded (Colab, Binder open the .ipynb).
 
     (The built book's own pages are checked in tests/test_browser.py.)
     """

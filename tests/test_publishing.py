@@ -408,7 +408,8 @@ def test_a_failed_install_raises_an_error_that_says_what_to_check(tmp_path):
     bogus = tmp_path / "no-such-repository"
     source, n = REF_LINE.subn(f'REPO = "file://{bogus}"\n    REF = "v9.9.9"', source)
     assert n == 1
-    # gmmlib is installed in this venv: hide it, as it is absent in Colab (torch stays: Colab has it)
+    # gmmlib is installed in this venv: hide it, as it is absent in Colab (torch stays: Colab has
+    # it)
     code = "import sys\nsys.modules['gmmlib'] = None\n" + source + "\nprint('CARRIED ON')\n"
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path

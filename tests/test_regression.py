@@ -358,7 +358,9 @@ def test_finite_prompt_linear_risk_written_out():
     tS = np.trace(Sigma)
 
     def written_out(L, fourth):
-        quad = fourth * np.trace(Sigma @ A @ Sigma @ A.T @ Sigma) + tS / L * np.trace(A @ Sigma @ A.T @ Sigma)
+        quad = fourth * np.trace(Sigma @ A @ Sigma @ A.T @ Sigma) + tS / L * np.trace(
+            A @ Sigma @ A.T @ Sigma
+        )
         return b**2 * quad - 2 * b * np.trace(Sigma @ A @ Sigma) + tS
 
     for L in (4, 16, 64):

@@ -113,7 +113,7 @@ def test_run_many_reports_each_outcome_with_its_environment(tmp_path):
 
 
 def _build_tiny_book(folder: Path, timeout: int, *sources: str) -> subprocess.CompletedProcess:
-    """Build a one-chapter book (book/ch.ipynb with ``sources``) with the repository's execution extension."""
+    """Build a one-chapter book (book/ch.ipynb with ``sources``) with bookkit.execution."""
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
         pytest.skip("jupyter-book is not installed next to this Python")
@@ -123,7 +123,8 @@ def _build_tiny_book(folder: Path, timeout: int, *sources: str) -> subprocess.Co
         "  raise_on_error: true\nsphinx:\n  extra_extensions: [bookkit.execution]\n"
     )
     (folder / "_toc.yml").write_text(
-        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n      - file: book/ch\n"
+        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n"
+        "      - file: book/ch\n"
     )
     (folder / "intro.md").write_text("# Intro\n")
     _notebook(folder / "book", "ch.ipynb", *sources)
@@ -198,7 +199,8 @@ def test_seeds_table_names_the_failed_claim():
 
 BAD_FIGURE = (
     "import matplotlib.pyplot as plt\nplt.plot([0, 1])\n"
-    "plt.title(r'$\\mathcal S$')   # mathtext wants \\mathcal{S}: drawing the figure fails\nplt.show()"
+    "plt.title(r'$\\mathcal S$')   # mathtext wants \\mathcal{S}: drawing the figure fails\n"
+    "plt.show()"
 )
 
 
@@ -219,7 +221,7 @@ def test_a_figure_that_fails_to_draw_fails_the_run_and_is_named(tmp_path):
 
 
 def test_a_figure_that_fails_to_draw_fails_the_jupyter_book_build(tmp_path):
-    """The build renders the error output as a traceback; the extension fails the build naming the cell."""
+    """The build renders the error output as a traceback; the build fails naming the cell."""
     proc = _build_tiny_book(tmp_path, 60, "x = 1", BAD_FIGURE)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
