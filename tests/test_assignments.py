@@ -40,7 +40,7 @@ grade_module = _load("grade")
 SOURCES = build.sources()
 CHAPTERS = [s.stem for s in SOURCES]
 KINDS = ("reference", "blank", "near_miss")
-#: Each chapter's homework must have at least this many auto-graded questions (issue 31).
+#: Each chapter's homework must have at least this many auto-graded questions.
 MIN_QUESTIONS = 3
 
 

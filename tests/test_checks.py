@@ -203,7 +203,7 @@ def test_seeds_are_named_streams_and_follow_the_environment(monkeypatch):
         Seeds("1")
 
 
-# ---------------------------------------------------------------- the one API (issue 20, item 7)
+# ---------------------------------------------------------------- the one API
 def test_checks_return_nothing_and_ledger_last_is_the_result():
     led = Ledger("06_test")
     with pytest.raises(IndexError):
