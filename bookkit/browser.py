@@ -1,8 +1,6 @@
 """The built book in the system's headless Chromium, MathJax served from the local wheel and no
 other request leaving the machine: the browser tests, and ``make pdf`` (:func:`main`)."""
 
-from __future__ import annotations
-
 import contextlib
 import functools
 import http.server

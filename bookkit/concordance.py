@@ -1,9 +1,6 @@
 """The concordance with the papers: ``{paper}`` credits a paper's result where the book uses it.
 
-``{paper} <bibkey> <result>`` (``:book:`` labels, ``:status:`` reproduced, extended, differs or
-not-covered, and what the book does with it) makes an "In the paper" note; ``{concordance}`` a
-table per paper of ``book/paper_results.yml``, in the paper's order. ``_build/concordance.json``
-is written; a result without a row, a row the registry lacks, an unknown label are warned about.
+``{concordance}``: a table per paper of ``book/paper_results.yml``; ``_build/concordance.json``.
 """
 
 import json
@@ -19,12 +16,12 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from bookkit.pages import link, para, register_generated, table, title
+from bookkit.pages import keep_per_page, link, para, register_generated, store, table, title
 
 logger = logging.getLogger(__name__)
 STATUS_TEXT = {"reproduced": "reproduced", "extended": "extended by the book",
                "differs": "differs in the book", "not-covered": "not covered"}
-REGISTRY = "book/paper_results.yml"
+REGISTRY, ROWS = "book/paper_results.yml", "paper_concordance_rows"
 
 
 def load_registry(srcdir: str | Path) -> dict[str, Any]:
@@ -33,7 +30,7 @@ def load_registry(srcdir: str | Path) -> dict[str, Any]:
 
 
 def _rows(env: Any) -> list[dict[str, Any]]:
-    return env.__dict__.setdefault("paper_concordance_rows", [])
+    return [r for rows in store(env, ROWS).values() for r in rows]
 
 
 class PaperDirective(SphinxDirective):
@@ -57,9 +54,9 @@ class PaperDirective(SphinxDirective):
         if not note:
             raise self.error("{paper} needs a sentence saying what the book does with the result")
         target = f"paper-{self.env.docname.split('/')[-1]}-{self.env.new_serialno('paper')}"
-        _rows(self.env).append({"docname": self.env.docname, "key": key, "result": result,
-                                "book": labels, "status": status, "note": note,
-                                "target": target})
+        row = {"docname": self.env.docname, "key": key, "result": result, "book": labels,
+               "status": status, "note": note, "target": target}
+        store(self.env, ROWS).setdefault(self.env.docname, []).append(row)
         box = nodes.admonition(classes=["note", "paper-credit", f"paper-{status}"])
         box += nodes.title(text="In the paper")
         text = f"**{result}** of {{cite:t}}`{key}` — *{STATUS_TEXT[status]}*. {note}"
@@ -122,9 +119,6 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("paper", PaperDirective)
     register_generated(app, {"concordance": _render})
-    app.connect("env-purge-doc", lambda app, env, doc: setattr(
-        env, "paper_concordance_rows", [r for r in _rows(env) if r["docname"] != doc]))
-    app.connect("env-merge-info", lambda app, env, docs, other: _rows(env).extend(
-        r for r in _rows(other) if r["docname"] in docs))
+    keep_per_page(app, ROWS)
     app.connect("build-finished", _finish)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,13 +1,6 @@
-"""The edition in the pages (gmmlib's version, its git tag): substitutions, links, BibTeX record.
-
-From ``gmmlib/__init__.py`` (the version), ``_config.yml`` (the repository) and ``CITATION.cff``:
-``{{ edition }}``, ``{{ edition_tag }}``, ``{{ edition_statement }}``, ``{edition-links}`` and
-``{edition-bibtex}`` for ``book/intro.md``. A development version (``.dev``) says so: links to
-the branch, a ``@misc`` record citing the commit, a footer on every page.
-"""
+"""The edition in the pages: ``{{ edition }}``, ``{edition-links}``, ``{edition-bibtex}``."""
 
 import datetime as dt
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,38 +11,22 @@ from sphinx.config import Config
 from sphinx.util.docutils import SphinxDirective
 
 from bookkit import toc
-from bookkit.edition import read_version
+from bookkit.edition import git, is_development, read_repository, read_version
 from bookkit.pages import para
 
 COLAB = "https://colab.research.google.com/github"
 BINDER = "https://mybinder.org/v2/gh"
 
 
-def _commit(root: Path) -> str:
-    """The commit the pages are built from (``""`` outside a git checkout)."""
-    try:
-        run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10)
-        return run.stdout.strip() if run.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def edition(root: Path) -> dict[str, str]:
     """Everything the intro says about this edition, read from the files that own it."""
-    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     cff = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8"))
-    url = str(config["repository"]["url"]).rstrip("/")
-    owner, repo = url.split("/")[-2:]
-    version = read_version(root)
-    dev = ".dev" in version
-    branch = str(config["repository"].get("branch", "main"))
+    (url, branch), version = read_repository(root), read_version(root)
+    dev = is_development(version)
     tag = branch if dev else f"v{version}"
-    chapters = toc.chapters(root)
-    chapter = f"{chapters[0].docname}.ipynb" if chapters else "book/intro.md"
     authors = " and ".join(a.get("name") or f"{a.get('family-names')}, {a.get('given-names')}"
                            for a in cff.get("authors", []))
-    commit = _commit(root) if dev else ""
+    commit = git(root, "rev-parse", "HEAD", check=False) if dev else ""
     if dev:
         where = f"the branch {branch}" + (f" at commit {commit[:12]}" if commit else "")
         statement = (f"the development version {version} of the book, built from {where} of "
@@ -57,8 +34,9 @@ def edition(root: Path) -> dict[str, str]:
     else:
         statement = f"edition {version} of the book, the git tag {tag} of its repository"
     return {
-        "version": version, "tag": tag, "url": url, "owner": owner, "repo": repo,
-        "chapter": chapter, "title": str(cff["title"]), "authors": authors,
+        "version": version, "tag": tag, "url": url, "owner": url.split("/")[-2],
+        "repo": url.split("/")[-1], "chapter": f"{toc.chapters(root)[0]}.ipynb",
+        "title": str(cff["title"]), "authors": authors,
         "year": str(cff.get("date-released", ""))[:4] or str(dt.date.today().year),
         "development": "1" if dev else "", "commit": commit, "statement": statement,
     }
@@ -110,8 +88,7 @@ class EditionLinks(SphinxDirective):
 
 
 def bibtex(e: dict[str, str]) -> str:
-    """The BibTeX record of the edition ``e`` (:func:`edition`); the author is braced so that
-    an entity stays one name."""
+    """The BibTeX record of the edition ``e`` (the author braced: an entity stays one name)."""
     fields = {"author": f"{{{e['authors']}}}",
               "title": e["title"].replace("Gaussian", "{G}aussian")}
     if e["development"]:

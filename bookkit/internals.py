@@ -1,8 +1,4 @@
-"""The undocumented internals the build reads: one function per package, guarded by a test.
-
-Sphinx, sphinx-proof, sphinx-exercise and myst-nb have no public API for these;
-``tests/test_bookkit.py`` fails naming the package and version when an upgrade moves one.
-"""
+"""The undocumented internals the build reads: one function each, guarded by test_bookkit.py."""
 
 from importlib.metadata import version
 from typing import Any
@@ -17,9 +13,7 @@ def _changed(package: str, what: str) -> InternalsChanged:
 
 
 def numbers(env: Any, doc: str) -> tuple[dict[str, dict[str, tuple[int, ...]]], tuple[int, ...]]:
-    """Sphinx: a page's numbers ``{figtype: {id: (3, 2)}}`` (the live dict: ``chapter_zero``
-    rewrites it) and its section number (``()``: unnumbered), from ``env.toc_fignumbers`` and
-    ``env.toc_secnumbers`` (``StandardDomain.get_fignumber`` reads them, given a node)."""
+    """Sphinx: a page's live ``{figtype: {id: (3, 2)}}`` and its section number (``()``: none)."""
     fig, sec = getattr(env, "toc_fignumbers", None), getattr(env, "toc_secnumbers", None)
     if not isinstance(fig, dict) or not isinstance(sec, dict):
         raise _changed("sphinx", "env.toc_fignumbers / env.toc_secnumbers")
@@ -27,8 +21,7 @@ def numbers(env: Any, doc: str) -> tuple[dict[str, dict[str, tuple[int, ...]]], 
 
 
 def proofs(env: Any) -> dict[str, dict[str, str]]:
-    """sphinx-proof: every statement ``{label: {docname, kind, countertype}}`` (its
-    ``env.proof_list``; the ``prf`` domain keeps no data)."""
+    """sphinx-proof: every statement ``{label: {docname, kind, countertype}}``."""
     try:
         return {label: {"docname": i["docname"], "countertype": i["countertype"],
                         "kind": i["realtype"].split(":")[-1]}
@@ -60,8 +53,7 @@ def solution_nodes() -> tuple[type, ...]:
 
 
 def exec_data(env: Any, doc: str) -> dict[str, Any]:
-    """myst-nb: a page's execution record (``runtime`` in s, ``succeeded``) or ``{}``, as the
-    execution-status page shows it."""
+    """myst-nb: a page's execution record (``runtime`` in s, ``succeeded``) or ``{}``."""
     from myst_nb.sphinx_ import NbMetadataCollector
 
     try:

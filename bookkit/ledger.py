@@ -1,12 +1,8 @@
 """The verification ledger: the checks' records, read from the chapters' outputs, on one page.
 
-A check (:class:`gmmlib.checks.Ledger`) displays its verdict with its record beside it (MIME
-type :data:`gmmlib.checks.MIME_TYPE`), so an executed or cached notebook carries its checks:
-:class:`CheckRecords` (a myst-nb mime renderer, declared in ``pyproject.toml``) keeps them in
-the doctree, :class:`LedgerCollector` per page. ``{verification-ledger}`` renders them,
-``{unchecked} <label>`` says why a claim is not checked; ``_build/ledger.json`` and
-``ledger_claims.json`` are written, and a claim with neither, a control not rejected, a weak
-random check or a failed one is warned about (an error under ``-W``).
+A check's record is an output of its cell (MIME type :data:`gmmlib.checks.MIME_TYPE`), so a
+cached notebook carries its checks. ``_build/ledger.json`` and ``ledger_claims.json`` are
+written; a claim with no check and no ``{unchecked}`` note, a weak or failed check is warned about.
 """
 
 import json
@@ -17,18 +13,19 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.environment.collectors import EnvironmentCollector
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals
-from bookkit.pages import link, page_link, para, register_generated, table, title
+from bookkit.pages import (keep_per_page, link, page_link, para, register_generated, store,
+                           table, title)
 from gmmlib.checks import MAX_DETECTABLE, MIME_TYPE
 
 logger = logging.getLogger(__name__)
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
+CHECKS, UNCHECKED = "ledger_checks", "ledger_unchecked"
 
 
 class check_record(nodes.General, nodes.Element):
@@ -48,34 +45,18 @@ class CheckRecords:
         return [check_record(record=json.loads(json.dumps(content)))]
 
 
-class LedgerCollector(EnvironmentCollector):
-    """Per page: its checks' records, and its ``{unchecked}`` notes by label."""
-
-    def clear_doc(self, app: Sphinx, env: Any, docname: str) -> None:
-        _checks(env).pop(docname, None)
-        notes = _unchecked(env)
-        for label in [k for k, v in notes.items() if v["docname"] == docname]:
-            del notes[label]
-
-    def merge_other(self, app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
-        _checks(env).update({d: r for d, r in _checks(other).items() if d in docnames})
-        _unchecked(env).update({k: v for k, v in _unchecked(other).items()
-                                if v["docname"] in docnames})
-
-    def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
-        found = list(doctree.findall(check_record))
-        if found:
-            _checks(app.env)[app.env.docname] = [n["record"] for n in found]
-        for n in found:
-            n.parent.remove(n)
-
-
-def _checks(env: Any) -> dict[str, list[dict[str, Any]]]:
-    return env.__dict__.setdefault("ledger_checks", {})
+def _collect(app: Sphinx, doctree: nodes.document) -> None:
+    """A page's checks' records, kept per page (the nodes leave the doctree)."""
+    found = list(doctree.findall(check_record))
+    if found:
+        store(app.env, CHECKS)[app.env.docname] = [n["record"] for n in found]
+    for n in found:
+        n.parent.remove(n)
 
 
 def _unchecked(env: Any) -> dict[str, dict[str, str]]:
-    return env.__dict__.setdefault("ledger_unchecked", {})
+    """Every ``{unchecked}`` note: ``{label: {docname, reason}}``."""
+    return {k: v for notes in store(env, UNCHECKED).values() for k, v in notes.items()}
 
 
 class UncheckedDirective(SphinxDirective):
@@ -88,7 +69,8 @@ class UncheckedDirective(SphinxDirective):
         label, reason = self.arguments[0], " ".join(self.content).strip()
         if not reason:
             raise self.error("{unchecked} needs a reason as its content")
-        _unchecked(self.env)[label] = {"docname": self.env.docname, "reason": reason}
+        notes = store(self.env, UNCHECKED).setdefault(self.env.docname, {})
+        notes[label] = {"docname": self.env.docname, "reason": reason}
         box = nodes.admonition(classes=["note", "ledger-unchecked"])
         box += nodes.title(text="Not checked numerically")
         self.state.nested_parse(self.content, self.content_offset, box)
@@ -122,7 +104,7 @@ def claims(env: Any) -> dict[str, dict[str, str]]:
 
 def entries(env: Any) -> dict[str, list[dict[str, Any]]]:
     """The records of this build's checks, by page, pages in order."""
-    return {d: r for d, r in sorted(_checks(env).items()) if d in env.found_docs}
+    return {d: r for d, r in sorted(store(env, CHECKS).items()) if d in env.found_docs}
 
 
 def records(notebook: Any) -> list[dict[str, Any]]:
@@ -227,7 +209,9 @@ def setup(app: Sphinx) -> dict[str, Any]:
                              "registered; install the book with `pip install -e .`")
     app.add_node(check_record)
     app.add_directive("unchecked", UncheckedDirective)
-    app.add_env_collector(LedgerCollector)
+    app.connect("doctree-read", _collect)
+    keep_per_page(app, CHECKS)
+    keep_per_page(app, UNCHECKED)
     register_generated(app, {"verification-ledger": _render})
     app.connect("build-finished", _finish)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,11 +1,4 @@
-"""The generated lists: figures, exercises, and the instructors' chapter plan and homework.
-
-``{figure-index}`` and ``{exercise-index}`` list every numbered figure ("Figure 3.2", its
-caption; those in solutions left out of the students' edition) and exercise, by chapter.
-``{chapter-plan}`` gives each chapter's prerequisites (the chapters its "**Prerequisites**"
-paragraph references), reading time (at the rates :func:`ReadingRates` states), lectures and
-run time in this build; ``{homework-exercises}`` groups the exercises by their title's kind.
-"""
+"""The generated lists: figures, exercises, and the instructors' chapter plan and homework."""
 
 import math
 import re
@@ -25,24 +18,25 @@ from bookkit.pages import (exercise_item, exercises, number, page_link, para, re
                            table, title)
 
 
-def _in_solution(node: nodes.Node, solutions: tuple[type, ...]) -> bool:
-    while node is not None and not isinstance(node, solutions):
+def _in_solution(node: nodes.Node | None) -> bool:
+    while node is not None and not isinstance(node, internals.solution_nodes()):
         node = node.parent
     return node is not None
 
 
 def _figures(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    """Every numbered figure with its caption, by chapter (a solution's: not for students)."""
     content: list[nodes.Node] = []
-    total, solutions = 0, internals.solution_nodes()
-    for page in toc.pages(app.srcdir)[1:]:  # the chapters and appendices, not the root page
-        numbers = internals.numbers(app.env, page.docname)[0].get("figure", {})
+    total = 0
+    for doc in toc.pages(app.srcdir)[1:]:  # the chapters and appendices, not the root page
+        numbers = internals.numbers(app.env, doc)[0].get("figure", {})
         items = []
-        for fig in app.env.get_doctree(page.docname).findall(nodes.figure) if numbers else ():
+        for fig in app.env.get_doctree(doc).findall(nodes.figure) if numbers else ():
             target = next((i for i in fig["ids"] if i in numbers), None)
-            inside = _in_solution(fig, solutions)
+            inside = _in_solution(fig)
             if target is None or (inside and students_edition()):
                 continue
-            p = para(make_refnode(app.builder, fromdoc, page.docname, target,
+            p = para(make_refnode(app.builder, fromdoc, doc, target,
                                   nodes.Text(f"Figure {number(numbers[target])}")))
             caption = next(iter(fig.findall(nodes.caption)), None)
             p += nodes.Text(f" — {' '.join(caption.astext().split())}" if caption else "")
@@ -50,7 +44,7 @@ def _figures(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
             items.append((numbers[target], nodes.list_item("", p)))
         if items:
             total += len(items)
-            content += [para(page_link(app, fromdoc, page.docname, strong=True)),
+            content += [para(page_link(app, fromdoc, doc, strong=True)),
                         nodes.bullet_list("", *(i for _, i in sorted(items, key=lambda t: t[0])),
                                           classes=["figure-index"])]
     return [para(f"{total} numbered figures in {len(content) // 2} chapters."), *content]
@@ -155,7 +149,8 @@ def _prerequisites(app: Sphinx, fromdoc: str, doc: str, text: str,
 
 
 def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    chapters = [p.docname for p in toc.chapters(app.srcdir)]
+    """Each chapter's prerequisites, reading time, lectures and run time in this build."""
+    chapters = toc.chapters(app.srcdir)
     labels, rows, totals = _labels(app, chapters), [], [0.0, 0, 0.0]
     for doc in chapters:
         text = Path(app.env.doc2path(doc)).read_text(encoding="utf-8")
@@ -178,6 +173,7 @@ def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
 
 
 def _homework(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    """The exercises grouped by the kind their title starts with (:data:`KINDS`)."""
     groups: dict[str, list] = defaultdict(list)
     for entry in exercises(app):
         groups[next((k for k, _ in KINDS if entry[3].startswith(k)), "")].append(entry)
