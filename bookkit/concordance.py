@@ -1,9 +1,7 @@
-"""The concordance with the papers: ``{paper}`` credits a paper's result where the book uses it.
-
-``{concordance}``: a table per paper of ``book/paper_results.yml``; ``_build/concordance.json``.
-"""
+"""The concordance: ``{paper}`` credits a paper's result, ``{concordance}`` tables them all."""
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,25 +10,21 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
-from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from bookkit.pages import keep_per_page, link, para, register_generated, store, table, title
+from bookkit.pages import (keep_per_page, link, merged, para, register_generated, store, table,
+                           title, warn)
 
-logger = logging.getLogger(__name__)
 STATUS_TEXT = {"reproduced": "reproduced", "extended": "extended by the book",
                "differs": "differs in the book", "not-covered": "not covered"}
 REGISTRY, ROWS = "book/paper_results.yml", "paper_concordance_rows"
+_warn = partial(warn, "concordance")
 
 
 def load_registry(srcdir: str | Path) -> dict[str, Any]:
     """The registry of the papers' numbered results (``book/paper_results.yml``)."""
     return yaml.safe_load((Path(srcdir) / REGISTRY).read_text(encoding="utf-8"))
-
-
-def _rows(env: Any) -> list[dict[str, Any]]:
-    return [r for rows in store(env, ROWS).values() for r in rows]
 
 
 class PaperDirective(SphinxDirective):
@@ -66,7 +60,7 @@ class PaperDirective(SphinxDirective):
 
 
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    rows, content = _rows(app.env), []
+    rows, content = merged(app.env, ROWS), []
     for key, paper in load_registry(app.srcdir).items():
         section = nodes.section(ids=[f"concordance-{key}"], names=[f"concordance {key}"])
         section += nodes.title(text=paper["title"])
@@ -90,15 +84,10 @@ def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     return content
 
 
-def _warn(text: str, subtype: str, location: str | None = None) -> None:
-    logger.warning(f"concordance: {text}", type="concordance", subtype=subtype,
-                   location=location)
-
-
 def _finish(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    out, rows = [], _rows(app.env)
+    out, rows = [], merged(app.env, ROWS)
     listed = {(key, item["name"]) for key, paper in load_registry(app.srcdir).items()
               for item in paper["results"]}
     for key, name in sorted(listed - {(r["key"], r["result"]) for r in rows}):

@@ -1,31 +1,24 @@
-"""The verification ledger: the checks' records, read from the chapters' outputs, on one page.
-
-A check's record is an output of its cell (MIME type :data:`gmmlib.checks.MIME_TYPE`), so a
-cached notebook carries its checks. ``_build/ledger.json`` and ``ledger_claims.json`` are
-written; a claim with no check and no ``{unchecked}`` note, a weak or failed check is warned about.
-"""
+"""The verification ledger: the checks' records, read from the cells' outputs, on one page."""
 
 import json
+from functools import partial
 from collections import Counter
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.errors import ExtensionError
-from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals
-from bookkit.pages import (keep_per_page, link, page_link, para, register_generated, store,
-                           table, title)
+from bookkit.pages import (keep_per_page, link, merged, page_link, para, register_generated,
+                           store, table, title, warn)
 from gmmlib.checks import MAX_DETECTABLE, MIME_TYPE
 
-logger = logging.getLogger(__name__)
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
 CHECKS, UNCHECKED = "ledger_checks", "ledger_unchecked"
+_warn = partial(warn, "ledger")
 
 
 class check_record(nodes.General, nodes.Element):
@@ -52,11 +45,6 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
         store(app.env, CHECKS)[app.env.docname] = [n["record"] for n in found]
     for n in found:
         n.parent.remove(n)
-
-
-def _unchecked(env: Any) -> dict[str, dict[str, str]]:
-    """Every ``{unchecked}`` note: ``{label: {docname, reason}}``."""
-    return {k: v for notes in store(env, UNCHECKED).values() for k, v in notes.items()}
 
 
 class UncheckedDirective(SphinxDirective):
@@ -102,11 +90,6 @@ def claims(env: Any) -> dict[str, dict[str, str]]:
     return {k: v for k, v in internals.proofs(env).items() if v["kind"] in CLAIM_TYPES}
 
 
-def entries(env: Any) -> dict[str, list[dict[str, Any]]]:
-    """The records of this build's checks, by page, pages in order."""
-    return {d: r for d, r in sorted(store(env, CHECKS).items()) if d in env.found_docs}
-
-
 def records(notebook: Any) -> list[dict[str, Any]]:
     """The check records an executed notebook (nbformat) carries, in order (for the runners)."""
     return [out["data"][MIME_TYPE] for cell in notebook.cells for out in cell.get("outputs", [])
@@ -115,9 +98,9 @@ def records(notebook: Any) -> list[dict[str, Any]]:
 
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     """The ledger page's content: the summary, then one table of checks per chapter."""
-    env, grouped = app.env, entries(app.env)
-    every = [e for es in grouped.values() for e in es]
-    book_claims, notes = claims(env), _unchecked(env)
+    grouped = dict(sorted(store(app.env, CHECKS).items()))
+    every = merged(app.env, CHECKS)
+    book_claims, notes = claims(app.env), merged(app.env, UNCHECKED)
     checked = {e["claim"] for e in every}
     n_pass = sum(bool(e["passed"]) for e in every)
     random = [e["detectable"] for e in every if e.get("detectable") is not None]
@@ -165,17 +148,12 @@ def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     return content
 
 
-def _warn(text: str, subtype: str) -> None:
-    logger.warning(f"verification ledger: {text}", type="ledger", subtype=subtype)
-
-
 def _finish(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    every = [e for es in entries(app.env).values() for e in es]
-    build = Path(app.outdir).parent
+    every, build = merged(app.env, CHECKS), Path(app.outdir).parent
     (build / "ledger.json").write_text(json.dumps(every, indent=1), encoding="utf-8")
-    notes, counts = _unchecked(app.env), Counter(e["claim"] for e in every)
+    notes, counts = merged(app.env, UNCHECKED), Counter(e["claim"] for e in every)
     listing = [{"label": label, "kind": info["kind"], "docname": info["docname"],
                 "checks": counts.get(label, 0),
                 "unchecked_reason": notes.get(label, {}).get("reason")}
@@ -203,10 +181,6 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    if not any(ep.value == f"{__name__}:CheckRecords"
-               for ep in entry_points(group="myst_nb.mime_renderers")):
-        raise ExtensionError("bookkit.ledger: the myst_nb.mime_renderers entry point is not "
-                             "registered; install the book with `pip install -e .`")
     app.add_node(check_record)
     app.add_directive("unchecked", UncheckedDirective)
     app.connect("doctree-read", _collect)

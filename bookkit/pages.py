@@ -6,10 +6,13 @@ from typing import Any
 from docutils import nodes
 from docutils.nodes import make_id  # as Sphinx forms equation ids (lower case)
 from sphinx.application import Sphinx
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals, toc
+
+logger = logging.getLogger(__name__)
 
 
 def para(*children: nodes.Node | str) -> nodes.paragraph:
@@ -97,6 +100,19 @@ def store(env: Any, name: str) -> dict[str, Any]:
     return env.__dict__.setdefault(name, {})
 
 
+def merged(env: Any, name: str) -> Any:
+    """Every page's entries of :func:`store` in one list or dict, the pages in name order."""
+    values = [v for _, v in sorted(store(env, name).items())]
+    if values and isinstance(values[0], dict):
+        return {k: v for d in values for k, v in d.items()}
+    return [x for v in values for x in v]
+
+
+def warn(kind: str, text: str, subtype: str, location: str | None = None) -> None:
+    """A warning of type ``kind`` (a strict build fails on it)."""
+    logger.warning(f"{kind}: {text}", type=kind, subtype=subtype, location=location)
+
+
 def keep_per_page(app: Sphinx, name: str) -> None:
     """Forget a page's entry in :func:`store` when it is read again; merge parallel reads."""
     app.connect("env-purge-doc", lambda app, env, doc: store(env, name).pop(doc, None))
@@ -105,8 +121,7 @@ def keep_per_page(app: Sphinx, name: str) -> None:
 
 
 class generated(nodes.General, nodes.Element):
-    """Stands where a generated list goes until every page has been read (its page is read again
-    at every build, the placeholder replaced when its doctree is resolved)."""
+    """Where a generated list goes, replaced once every page has been read."""
 
 
 DOCS = "bookkit_generated_docs"  # the pages holding a placeholder, read again at every build
