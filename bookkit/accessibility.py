@@ -1,9 +1,4 @@
-"""Accessibility: a figure's caption is its image's alt text; bibliography entries are list items.
-
-A captioned figure's image whose alt is missing or generic (Sphinx writes the file name) gets the
-caption, its mathematics readable ("κ = aᵀ Γ a"). Sphinx's ``role="doc-biblioentry"`` is
-deprecated (axe-core: a list without list items). ``tests/test_browser.py`` runs axe-core.
-"""
+"""Accessibility: captions as their images' alt text, bibliography entries as list items."""
 
 import re
 import unicodedata

@@ -1,7 +1,4 @@
-"""Execute the chapters against the run-time budget; time gmmlib's attention and quadrature.
-
-``make bench``, ``make stress`` (``--repeat``) and ``make seeds`` (``--seeds``, as GMMLIB_SEED).
-"""
+"""``make bench|stress|seeds``: the chapters against the run-time budget; attention, quadrature."""
 
 import argparse
 import json

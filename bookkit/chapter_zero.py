@@ -1,8 +1,4 @@
-"""Chapter zero: the Toolkit's equations, figures, lemmas and exercises are numbered "0.n".
-
-The Toolkit sits in an unnumbered part of ``_toc.yml`` (the chapters after it keep 1 to 10):
-Sphinx would number what it holds "(1)", "Lemma 1", which a reader takes for Chapter 1's.
-"""
+"""Chapter zero: the unnumbered Toolkit's equations, figures, lemmas, exercises are "0.n"."""
 
 from typing import Any
 

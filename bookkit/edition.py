@@ -1,7 +1,4 @@
-"""The edition (``gmmlib.__version__``), the chapters' setup cells, ``make sync``, ``make release``.
-
-Only the standard library at import: ``release --pending`` runs on a bare Python.
-"""
+"""The edition, the chapters' setup cells, ``make sync``, ``make release`` (stdlib at import)."""
 
 import argparse
 import datetime
@@ -208,8 +205,7 @@ def pending(root: Path, before: str, after: str) -> tuple[str, str] | None:
 
 
 def main(argv: list[str]) -> int:
-    """``sync [--check]``, ``release X.Y.Z [--next X.Y.Z.devN] [--date D]``, ``release
-    --pending BEFORE AFTER`` (prints ``version=`` and ``commit=``)."""
+    """``sync [--check]``, ``release X.Y.Z [--next V] [--date D]``, ``release --pending B A``."""
     parser = argparse.ArgumentParser(prog="python -m bookkit", description=main.__doc__)
     parser.add_argument("command", choices=["sync", "release"])
     parser.add_argument("version", nargs="?")

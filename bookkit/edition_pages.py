@@ -24,8 +24,7 @@ def edition(root: Path) -> dict[str, str]:
     (url, branch), version = read_repository(root), read_version(root)
     dev = is_development(version)
     tag = branch if dev else f"v{version}"
-    authors = " and ".join(a.get("name") or f"{a.get('family-names')}, {a.get('given-names')}"
-                           for a in cff.get("authors", []))
+    authors = " and ".join(a["name"] for a in cff["authors"])  # an entity (tests/test_publishing)
     commit = git(root, "rev-parse", "HEAD", check=False) if dev else ""
     if dev:
         where = f"the branch {branch}" + (f" at commit {commit[:12]}" if commit else "")
@@ -43,14 +42,11 @@ def edition(root: Path) -> dict[str, str]:
 
 
 def _set_substitutions(app: Sphinx, config: Config) -> None:
-    info = edition(Path(app.srcdir))
-    subs = dict(getattr(config, "myst_substitutions", None) or {})
-    for key, value in (("edition", "version"), ("edition_tag", "tag"),
-                       ("edition_statement", "statement")):
-        subs.setdefault(key, info[value])
-    config.myst_substitutions = subs
+    info, options = edition(Path(app.srcdir)), dict(config.html_theme_options)
+    config.myst_substitutions = {"edition": info["version"], "edition_tag": info["tag"],
+                                 "edition_statement": info["statement"],
+                                 **config.myst_substitutions}
     if info["development"]:
-        options = dict(getattr(config, "html_theme_options", None) or {})
         options["extra_footer"] = (f"{options.get('extra_footer', '')} Development version "
                                    f"{info['version']}, not an edition.").strip()
         config.html_theme_options = options
@@ -68,9 +64,9 @@ class EditionLinks(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         e = edition(Path(self.env.srcdir))
-        tag, url, chapter = e["tag"], e["url"], e["chapter"]
-        colab = f"{COLAB}/{e['owner']}/{e['repo']}/blob/{tag}/{chapter}"
-        binder = f"{BINDER}/{e['owner']}/{e['repo']}/{tag}?urlpath=tree/{chapter}"
+        tag, url, repo, chapter = e["tag"], e["url"], f"{e['owner']}/{e['repo']}", e["chapter"]
+        colab = f"{COLAB}/{repo}/blob/{tag}/{chapter}"
+        binder = f"{BINDER}/{repo}/{tag}?urlpath=tree/{chapter}"
         if e["development"]:
             items = [(f"The text and code of the development version (branch {tag}): ",
                       f"{url}/tree/{tag}"),

@@ -29,8 +29,7 @@ def _configure(app: Sphinx, config: Config) -> None:
 
 
 class RemoveSolutions(SphinxPostTransform):
-    """The students' edition: remove every solution node (after sphinx-exercise's, 5-22).
-    Not ``hide_solutions``: sphinx-exercise 1.2.1's crashes on solutions holding code."""
+    """The students' edition: no solution (``hide_solutions`` crashes on one holding code)."""
 
     default_priority = 50
 

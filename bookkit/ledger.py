@@ -1,8 +1,8 @@
 """The verification ledger: the checks' records, read from the cells' outputs, on one page."""
 
 import json
-from functools import partial
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
