@@ -137,7 +137,6 @@ def _edit(root: Path, name: str, pattern: str, repl, flags: int = 0) -> None:
 
 
 def _set_edition(root: Path, version: str, branch: str, date: str | None) -> None:
-    """The version, the launch buttons' branch, CITATION.cff (its date for a release only)."""
     _edit(root, "gmmlib/__init__.py", VERSION, f'__version__ = "{version}"')
     _edit(root, "_config.yml", r"^(repository:\n(?:[ \t]+.*\n|\s*\n)*?[ \t]+branch:[ \t]*).*$",
           lambda m: m.group(1) + branch)

@@ -97,7 +97,6 @@ def records(notebook: Any) -> list[dict[str, Any]]:
 
 
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    """The ledger page's content: the summary, then one table of checks per chapter."""
     grouped = dict(sorted(store(app.env, CHECKS).items()))
     every = merged(app.env, CHECKS)
     book_claims, notes = claims(app.env), merged(app.env, UNCHECKED)

@@ -126,7 +126,6 @@ def lectures(minutes: float) -> int:
 
 
 def _labels(app: Sphinx, chapters: list[str]) -> dict[str, str]:
-    """``{label: chapter}`` for every label a chapter defines (Sphinx's and the proofs')."""
     found = {k: v[0] for domain, key in (("std", "labels"), ("math", "objects"))
              for k, v in app.env.get_domain(domain).data.get(key, {}).items()}
     found |= {k: v["docname"] for k, v in internals.proofs(app.env).items()}
@@ -149,7 +148,6 @@ def _prerequisites(app: Sphinx, fromdoc: str, doc: str, text: str,
 
 
 def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    """Each chapter's prerequisites, reading time, lectures and run time in this build."""
     chapters = toc.chapters(app.srcdir)
     labels, rows, totals = _labels(app, chapters), [], [0.0, 0, 0.0]
     for doc in chapters:
@@ -173,7 +171,6 @@ def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
 
 
 def _homework(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    """The exercises grouped by the kind their title starts with (:data:`KINDS`)."""
     groups: dict[str, list] = defaultdict(list)
     for entry in exercises(app):
         groups[next((k for k, _ in KINDS if entry[3].startswith(k)), "")].append(entry)

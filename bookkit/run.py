@@ -14,13 +14,12 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
+from gmmlib.plotting import HEADLESS_ENV
+
 from .toc import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S = float(CONFIG["execute"]["timeout"]), 600.0
-# No front end: gmmlib's sliders make no widget. A widget's stand-in Output in nbclient sends
-# on the shell socket while the cell's reply is awaited there, and the reply can be lost.
-HEADLESS = {"GMMLIB_HEADLESS": "1"}
 
 
 def first_line(source: str, width: int = 60) -> str:
@@ -91,7 +90,8 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
     stop, start, status, message = threading.Event(), time.perf_counter(), "ok", ""
     threading.Thread(target=_peak_memory, args=(client, stop, seen), daemon=True).start()
     try:
-        client.execute(env={**os.environ, **(env or {}), **HEADLESS})
+        # headless: no widget, whose messages on the shell socket can lose the cell's reply
+        client.execute(env={**os.environ, **(env or {}), HEADLESS_ENV: "1"})
     except CellTimeoutError:
         status, message = "stalled", f"{where(seen['cell'])}: no reply within {seen['limit']}"
     except CellExecutionError as exc:
