@@ -57,8 +57,8 @@ class UncheckedDirective(SphinxDirective):
         label, reason = self.arguments[0], " ".join(self.content).strip()
         if not reason:
             raise self.error("{unchecked} needs a reason as its content")
-        notes = store(self.env, UNCHECKED).setdefault(self.env.docname, {})
-        notes[label] = {"docname": self.env.docname, "reason": reason}
+        store(self.env, UNCHECKED).setdefault(self.env.docname, []).append(
+            {"label": label, "docname": self.env.docname, "reason": reason})
         box = nodes.admonition(classes=["note", "ledger-unchecked"])
         box += nodes.title(text="Not checked numerically")
         self.state.nested_parse(self.content, self.content_offset, box)
@@ -99,7 +99,7 @@ def records(notebook: Any) -> list[dict[str, Any]]:
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     grouped = dict(sorted(store(app.env, CHECKS).items()))
     every = merged(app.env, CHECKS)
-    book_claims, notes = claims(app.env), merged(app.env, UNCHECKED)
+    book_claims, notes = claims(app.env), {n["label"]: n for n in merged(app.env, UNCHECKED)}
     checked = {e["claim"] for e in every}
     n_pass = sum(bool(e["passed"]) for e in every)
     random = [e["detectable"] for e in every if e.get("detectable") is not None]
@@ -152,7 +152,8 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
         return
     every, build = merged(app.env, CHECKS), Path(app.outdir).parent
     (build / "ledger.json").write_text(json.dumps(every, indent=1), encoding="utf-8")
-    notes, counts = merged(app.env, UNCHECKED), Counter(e["claim"] for e in every)
+    notes = {n["label"]: n for n in merged(app.env, UNCHECKED)}
+    counts = Counter(e["claim"] for e in every)
     listing = [{"label": label, "kind": info["kind"], "docname": info["docname"],
                 "checks": counts.get(label, 0),
                 "unchecked_reason": notes.get(label, {}).get("reason")}

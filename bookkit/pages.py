@@ -100,12 +100,9 @@ def store(env: Any, name: str) -> dict[str, Any]:
     return env.__dict__.setdefault(name, {})
 
 
-def merged(env: Any, name: str) -> Any:
-    """Every page's entries of :func:`store` in one list or dict, the pages in name order."""
-    values = [v for _, v in sorted(store(env, name).items())]
-    if values and isinstance(values[0], dict):
-        return {k: v for d in values for k, v in d.items()}
-    return [x for v in values for x in v]
+def merged(env: Any, name: str) -> list[Any]:
+    """Every page's list in :func:`store` as one list, the pages in name order."""
+    return [x for _, entries in sorted(store(env, name).items()) for x in entries]
 
 
 def warn(kind: str, text: str, subtype: str, location: str | None = None) -> None:
