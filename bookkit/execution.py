@@ -34,10 +34,9 @@ class RemoveSolutions(SphinxPostTransform):
     default_priority = 50
 
     def run(self, **kwargs: Any) -> None:
-        solutions = internals.solution_nodes()
+        solutions = internals.solution_nodes() if students_edition() else ()
         for node in list(self.document.findall(lambda n: isinstance(n, solutions))):
-            if students_edition() and node.parent is not None:
-                node.parent.remove(node)
+            node.parent.remove(node)
 
 
 def _error_outputs(app: Sphinx, doctree: nodes.document) -> None:

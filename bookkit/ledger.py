@@ -34,8 +34,7 @@ class CheckRecords:
     def handle_mime(renderer: Any, data: Any, inline: bool) -> list[nodes.Element] | None:
         if data.mime_type != MIME_TYPE or inline:
             return None
-        content = data.content if isinstance(data.content, dict) else json.loads(data.string)
-        return [check_record(record=json.loads(json.dumps(content)))]
+        return [check_record(record=json.loads(json.dumps(data.content)))]  # a plain dict
 
 
 def _collect(app: Sphinx, doctree: nodes.document) -> None:
