@@ -72,6 +72,8 @@ KINDS = [
     ("Open problem", "Projects (★★★)"),
 ]
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+# a displayed equation, ``$$ ... $$`` or a ``{math}`` fence, from its first line to its last
+DISPLAY_MATH = re.compile(r"^[ \t]*(\$\$.*?\$\$|```\{math\}.*?```)[^\n]*$", re.M | re.S)
 
 
 class ReadingRates(SphinxDirective):
@@ -96,23 +98,13 @@ def source_counts(text: str) -> dict[str, int]:
             if not HIDDEN_TAGS & set(cell.metadata.get("tags", [])):
                 code += sum(1 for line in cell.source.splitlines() if line.strip())
             continue
-        lines, i = cell.source.splitlines(), 0
-        while i < len(lines):
-            line = lines[i].strip()
-            i += 1
-            if line.startswith(("$$", "```{math}")):
-                equations += 1
-                closer = "$$" if line.startswith("$$") else "```"
-                if closer == "$$" and line.endswith("$$") and len(line) > 2:
-                    continue
-                while i < len(lines) and not lines[i].strip().startswith(closer) \
-                        and not lines[i].strip().endswith(closer):
-                    i += 1
-                i += 1
-            elif not (line.startswith(("```", ":::", "+++", "(")) or re.match(r"^:[\w-]+:", line)):
-                prose = re.sub(r"\$[^$]+\$", " x ", line)              # inline math: one word
-                prose = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", prose)  # roles: their text
-                words += len(re.findall(r"[^\W\d_][\w'’-]*", prose))
+        prose, n = DISPLAY_MATH.subn("", cell.source)
+        equations += n
+        for line in map(str.strip, prose.splitlines()):
+            if not (line.startswith(("```", ":::", "+++", "(")) or re.match(r"^:[\w-]+:", line)):
+                line = re.sub(r"\$[^$]+\$", " x ", line)              # inline math: one word
+                line = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", line)  # roles: their text
+                words += len(re.findall(r"[^\W\d_][\w'’-]*", line))
     return {"words": words, "equations": equations, "code_lines": code}
 
 
