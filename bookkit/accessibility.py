@@ -1,13 +1,4 @@
-"""Accessibility: a figure's caption is its image's alt text; bibliography entries are list items.
-
-myst-nb turns a cell's ``mystnb.figure.caption`` into a figure whose image has no ``alt``, and
-Sphinx then writes the image's file name as its alt text, which a screen reader reads out. An
-image inside a captioned figure whose alt is missing or generic (a file name, "image", "png")
-gets the caption, its mathematics made readable ("κ = aᵀ Γ a"); an alt written on purpose is
-kept. Sphinx writes the bibliography as a list whose entries have the deprecated
-``role="doc-biblioentry"`` (axe-core: a list without list items); they become list items.
-``tests/test_browser.py`` runs axe-core on every page and checks every figure's alt text.
-"""
+"""Accessibility: captions as their images' alt text, bibliography entries as list items."""
 
 import re
 import unicodedata
@@ -60,11 +51,13 @@ def caption_text(caption: nodes.Element) -> str:
 
 
 def is_generic(image: nodes.image) -> bool:
+    """Whether the image's alt text is missing, a file name or a generic word ("image")."""
     alt, uri = image.get("alt"), str(image.get("uri", ""))
     return alt is None or bool(GENERIC_ALT.match(alt)) or alt.strip() in (uri, uri.rsplit("/")[-1])
 
 
 def fill_figure_alt_text(app: Sphinx, doctree: nodes.document) -> None:
+    """A captioned figure's image with a generic alt text gets the caption's text."""
     for figure in doctree.findall(nodes.figure):
         caption = next(iter(figure.findall(nodes.caption)), None)
         text = caption_text(caption) if caption is not None else ""
@@ -75,6 +68,7 @@ def fill_figure_alt_text(app: Sphinx, doctree: nodes.document) -> None:
 
 def bibliography_entries_are_list_items(app: Sphinx, pagename: str, templatename: str,
                                         context: dict, doctree: Any) -> None:
+    """Bibliography entries get ``role="listitem"``."""
     if 'role="doc-biblioentry"' in (context.get("body") or ""):
         context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
 

@@ -1,17 +1,10 @@
-"""Execute the chapters against the run-time budget; time gmmlib's attention and quadrature.
-
-``make bench``: each chapter once, then the kernels; ``make stress``: ``--repeat 5 --workers 2``;
-``make seeds``: ``--seeds 1 2 3 4 5`` (``GMMLIB_SEED``), the chapters that draw random numbers.
-Writes ``--out`` (JSON) and its table (``.md``) beside it.
-"""
-
-from __future__ import annotations
+"""``make bench|stress|seeds``: the chapters against the run-time budget; attention, quadrature."""
 
 import argparse
 import json
 import re
 import statistics
-import time
+import timeit
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +36,7 @@ def verdict(outcome: run.Outcome) -> str:
 
 
 def sweep(paths: list[Path], variants: list[dict], workers: int = 1) -> dict:
-    """Each chapter under each kernel environment of ``variants``: its median and longest wall
-    time, its peak memory and each run's verdict; the book's time is the sum of the medians."""
+    """Each chapter under each kernel environment of ``variants``: times, memory, verdicts."""
     jobs = [(p, env) for env in variants for p in paths]  # a chapter's runs spread over time
     outcomes = run.run_many(jobs, workers, report=lambda i, o: print(
         f"[{i + 1}/{len(jobs)}] {o.summary()}", flush=True))
@@ -80,12 +72,7 @@ def markdown(report: dict) -> str:
 
 
 def _best(fn, repeat: int = 7) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return min(timeit.repeat(fn, number=1, repeat=repeat))
 
 
 def attention() -> dict:
@@ -120,8 +107,7 @@ def attention() -> dict:
 
 
 def quadrature() -> list[dict]:
-    """Chapter 4's logistic risk of the Bayes score (setting C1): the error of Gauss–Hermite
-    quadrature, and of Monte Carlo drawing for at least as long."""
+    """Chapter 4's logistic risk (C1): quadrature's error and Monte Carlo's at equal time."""
     from gmmlib import GaussianMixture
     from gmmlib.quadrature import mixture_nodes
 
@@ -158,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="chapters run at once")
     parser.add_argument("--out", type=Path, default=toc.ROOT / "_build" / "bench.json")
     args = parser.parse_args(argv)
-    paths = [p.resolve() for p in args.notebooks] or [c.source() for c in toc.chapters()]
+    paths = [p.resolve() for p in args.notebooks] or [toc.ROOT / f"{c}.md" for c in toc.chapters()]
     skipped = [p.stem for p in paths if args.seeds and not draws_random_numbers(p)]
     variants = [{"GMMLIB_SEED": str(s)} for s in args.seeds or []] or [{}] * args.repeat
     report = sweep([p for p in paths if p.stem not in skipped], variants, args.workers)

@@ -1,7 +1,4 @@
-"""The built book in the system's headless Chromium, MathJax served from the local wheel and no
-other request leaving the machine: the browser tests, and ``make pdf`` (:func:`main`)."""
-
-from __future__ import annotations
+"""The built book in headless Chromium, offline (MathJax from its wheel): the browser tests, PDF."""
 
 import contextlib
 import functools
@@ -98,20 +95,19 @@ ASSEMBLE = """async (pages) => {
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``make pdf``: the built book, but its API page and execution table, as ``book.pdf``
-    (A4, printed with the print rules of ``_static/book.css``)."""
+    """``make pdf``: the built book but its API and execution pages as A4 ``book.pdf``."""
     html, out = toc.ROOT / "_build" / "html", toc.ROOT / "_build" / "pdf" / "book.pdf"
-    pages = [p for p in toc.pages() if p.name not in ("api", "exec_status")]
-    missing = [p.docname for p in pages if not (html / f"{p.docname}.html").is_file()]
+    pages = [p for p in toc.pages() if toc.name(p) not in ("api", "exec_status")]
+    missing = [p for p in pages if not (html / f"{p}.html").is_file()]
     if missing:
         print(f"error: not in _build/html: {missing} (run `make book`)", file=sys.stderr)
         return 1
     out.parent.mkdir(parents=True, exist_ok=True)
-    first = next(p for p in pages if p.is_chapter)  # a chapter has mathematics: MathJax loads
+    first = toc.chapters()[0]  # a chapter has mathematics: MathJax loads
     with serve(html) as base, browser_page(width=1100, height=1400) as page:
-        page.goto(f"{base}/{first.docname}.html", wait_until="load")
+        page.goto(f"{base}/{first}.html", wait_until="load")
         wait_for_math(page, timeout_ms=120_000)
-        n_math = page.evaluate(ASSEMBLE, [p.name for p in pages])
+        n_math = page.evaluate(ASSEMBLE, [toc.name(p) for p in pages])
         page.emulate_media(media="print")
         page.pdf(path=str(out), format="A4", print_background=True, scale=0.78,
                  margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},

@@ -1,11 +1,4 @@
-"""Chapter zero: the Toolkit's equations, figures, lemmas and exercises are numbered "0.n".
-
-The Toolkit (``book/00_toolkit``) sits in an unnumbered part of ``_toc.yml`` so that the
-chapters after it keep the numbers 1 to 10; Sphinx would number what it holds "(1)",
-"Lemma 1", which a reader takes for Chapter 1's. Once Sphinx has assigned the numbers, a 0 is
-prefixed to every number of the pages in ``chapter_zero_docs``, wherever shown or referred to,
-and each kind's count restarts at 1 (an unnumbered page before it, the intro, shares the counter).
-"""
+"""Chapter zero: the unnumbered Toolkit's equations, figures, lemmas, exercises are "0.n"."""
 
 from typing import Any
 

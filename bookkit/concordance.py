@@ -1,12 +1,7 @@
-"""The concordance with the papers: ``{paper}`` credits a paper's result where the book uses it.
-
-``{paper} <bibkey> <result>`` (``:book:`` labels, ``:status:`` reproduced, extended, differs or
-not-covered, and what the book does with it) makes an "In the paper" note; ``{concordance}`` a
-table per paper of ``book/paper_results.yml``, in the paper's order. ``_build/concordance.json``
-is written; a result without a row, a row the registry lacks, an unknown label are warned about.
-"""
+"""The concordance: ``{paper}`` credits a paper's result, ``{concordance}`` tables them all."""
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +10,21 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
-from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from bookkit.pages import link, para, register_generated, table, title
+from bookkit.pages import (keep_per_page, link, merged, para, register_generated, store, table,
+                           title, warn)
 
-logger = logging.getLogger(__name__)
 STATUS_TEXT = {"reproduced": "reproduced", "extended": "extended by the book",
                "differs": "differs in the book", "not-covered": "not covered"}
-REGISTRY = "book/paper_results.yml"
+REGISTRY, ROWS = "book/paper_results.yml", "paper_concordance_rows"
+_warn = partial(warn, "concordance")
 
 
 def load_registry(srcdir: str | Path) -> dict[str, Any]:
     """The registry of the papers' numbered results (``book/paper_results.yml``)."""
     return yaml.safe_load((Path(srcdir) / REGISTRY).read_text(encoding="utf-8"))
-
-
-def _rows(env: Any) -> list[dict[str, Any]]:
-    return env.__dict__.setdefault("paper_concordance_rows", [])
 
 
 class PaperDirective(SphinxDirective):
@@ -57,9 +48,9 @@ class PaperDirective(SphinxDirective):
         if not note:
             raise self.error("{paper} needs a sentence saying what the book does with the result")
         target = f"paper-{self.env.docname.split('/')[-1]}-{self.env.new_serialno('paper')}"
-        _rows(self.env).append({"docname": self.env.docname, "key": key, "result": result,
-                                "book": labels, "status": status, "note": note,
-                                "target": target})
+        row = {"docname": self.env.docname, "key": key, "result": result, "book": labels,
+               "status": status, "note": note, "target": target}
+        store(self.env, ROWS).setdefault(self.env.docname, []).append(row)
         box = nodes.admonition(classes=["note", "paper-credit", f"paper-{status}"])
         box += nodes.title(text="In the paper")
         text = f"**{result}** of {{cite:t}}`{key}` — *{STATUS_TEXT[status]}*. {note}"
@@ -69,7 +60,7 @@ class PaperDirective(SphinxDirective):
 
 
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    rows, content = _rows(app.env), []
+    rows, content = merged(app.env, ROWS), []
     for key, paper in load_registry(app.srcdir).items():
         section = nodes.section(ids=[f"concordance-{key}"], names=[f"concordance {key}"])
         section += nodes.title(text=paper["title"])
@@ -93,15 +84,10 @@ def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     return content
 
 
-def _warn(text: str, subtype: str, location: str | None = None) -> None:
-    logger.warning(f"concordance: {text}", type="concordance", subtype=subtype,
-                   location=location)
-
-
 def _finish(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    out, rows = [], _rows(app.env)
+    out, rows = [], merged(app.env, ROWS)
     listed = {(key, item["name"]) for key, paper in load_registry(app.srcdir).items()
               for item in paper["results"]}
     for key, name in sorted(listed - {(r["key"], r["result"]) for r in rows}):
@@ -122,9 +108,6 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("paper", PaperDirective)
     register_generated(app, {"concordance": _render})
-    app.connect("env-purge-doc", lambda app, env, doc: setattr(
-        env, "paper_concordance_rows", [r for r in _rows(env) if r["docname"] != doc]))
-    app.connect("env-merge-info", lambda app, env, docs, other: _rows(env).extend(
-        r for r in _rows(other) if r["docname"] in docs))
+    keep_per_page(app, ROWS)
     app.connect("build-finished", _finish)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,13 +1,6 @@
-"""The edition (``gmmlib.__version__``), the chapters' setup cells, ``make sync``, ``make release``.
-
-A development version installs gmmlib from ``repository.branch``, a release ``X.Y.Z`` from its
-tag ``vX.Y.Z``. Only the standard library at import: ``release --pending`` runs on a bare Python.
-"""
-
-from __future__ import annotations
+"""The edition, the chapters' setup cells, ``make sync``, ``make release`` (stdlib at import)."""
 
 import argparse
-import ast
 import datetime
 import re
 import subprocess
@@ -16,7 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_MARKER = "# Run this chapter:"
-SETUP_TAGS = ["remove-cell"]
+VERSION = r'^__version__ = "([^"]*)"$'
+SETUP_TAG = "remove-cell"
 WIDTH = 79
 SETUP_CELL = """\
 # Run this chapter: outside the book's repository (Colab, Binder, a
@@ -50,10 +44,8 @@ except ImportError:  # only outside the repository
 
 def read_version(root: Path = ROOT) -> str:
     """``gmmlib.__version__``, read from ``gmmlib/__init__.py`` without importing gmmlib."""
-    for node in ast.parse((root / "gmmlib" / "__init__.py").read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__version__":
-            return str(ast.literal_eval(node.value))
-    raise ValueError(f"{root}/gmmlib/__init__.py: no `__version__ = \"X.Y.Z\"`")
+    text = (root / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
+    return re.search(VERSION, text, re.M)[1]
 
 
 def read_repository(root: Path = ROOT) -> tuple[str, str]:
@@ -93,9 +85,7 @@ def edition_problems(root: Path = ROOT) -> list[str]:
 
 
 def sync(root: Path = ROOT, write: bool = True) -> list[tuple[Path, str]]:
-    """``(chapter, why)`` for each chapter whose first code cell is not the canonical setup cell
-    with its tags; with ``write``, replace its setup cell (or put one above its code) in the
-    ``.md`` and in its ``.ipynb`` (read and written by jupytext: cell ids kept, no outputs)."""
+    """``(chapter, why)`` for each chapter whose setup cell is not canonical; ``write``: fix it."""
     import jupytext
     import nbformat
 
@@ -104,19 +94,18 @@ def sync(root: Path = ROOT, write: bool = True) -> list[tuple[Path, str]]:
         for file in (path, path.with_suffix(".ipynb"))[: 1 + write]:
             fmt = "md:myst" if file.suffix == ".md" else "ipynb"
             nb = jupytext.read(file, fmt=fmt)
-            i = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
-            cell = nb.cells[i] if i is not None else nbformat.v4.new_code_cell("")
+            cell = next(c for c in nb.cells if c.cell_type == "code")
             tags = list(cell.metadata.get("tags", []))
-            if cell.source == source and set(SETUP_TAGS) <= set(tags):
+            if cell.source == source and SETUP_TAG in tags:
                 continue
             if file == path:
-                found.append((path, f"its first code cell is not the setup cell {SETUP_TAGS}"))
-            if write and file.exists():
+                found.append((path, f"its first code cell is not the setup cell [{SETUP_TAG}]"))
+            if write:
                 if not cell.source.lstrip().startswith(SETUP_MARKER):
                     cell, tags = nbformat.v4.new_code_cell(""), []
                     nb.cells.insert(0, cell)
-                cell.source, cell.metadata["tags"] = source, tags + [t for t in SETUP_TAGS
-                                                                     if t not in tags]
+                cell.source, cell.metadata["tags"] = source, tags + [SETUP_TAG] * (
+                    SETUP_TAG not in tags)
                 jupytext.write(nb, file, fmt=fmt)
     return found
 
@@ -148,8 +137,7 @@ def _edit(root: Path, name: str, pattern: str, repl, flags: int = 0) -> None:
 
 
 def _set_edition(root: Path, version: str, branch: str, date: str | None) -> None:
-    """The version, the launch buttons' branch, CITATION.cff (its date for a release only)."""
-    _edit(root, "gmmlib/__init__.py", r'^__version__ = "[^"]*"', f'__version__ = "{version}"')
+    _edit(root, "gmmlib/__init__.py", VERSION, f'__version__ = "{version}"')
     _edit(root, "_config.yml", r"^(repository:\n(?:[ \t]+.*\n|\s*\n)*?[ \t]+branch:[ \t]*).*$",
           lambda m: m.group(1) + branch)
     dated = f'\ndate-released: "{date}"' if date else ""
@@ -159,8 +147,7 @@ def _set_edition(root: Path, version: str, branch: str, date: str | None) -> Non
 
 def release(root: Path, version: str, next_version: str | None = None,
             date: str | None = None) -> tuple[str, str]:
-    """The release commit, then the commit that starts the next development version (default
-    ``X.(Y+1).0.dev0``); returns their shas. No tag, no push."""
+    """The release commit and the next development version's (``X.(Y+1).0.dev0``); no tag."""
     if not re.fullmatch(r"\d+\.\d+\.\d+", version):
         raise ValueError(f"VERSION: expected X.Y.Z (for example 0.3.0), got {version!r}")
     x, y, _ = version.split(".")
@@ -198,17 +185,15 @@ def release(root: Path, version: str, next_version: str | None = None,
 
 
 def pending(root: Path, before: str, after: str) -> tuple[str, str] | None:
-    """``(version, commit)``: the newest final version among the pushed commits ``before..after``
-    (first parents), at the last commit that carries it; None if none, or if its tag is
-    elsewhere. A tag at that very commit counts (a re-run of the workflow replaces assets)."""
+    """``(version, commit)``: the newest final version pushed in ``before..after``, or None."""
     known = set(before or "0") != {"0"} and subprocess.run(
         ["git", "merge-base", "--is-ancestor", before, after], cwd=root,
         capture_output=True).returncode == 0
     span = f"{before}..{after}" if known else f"{after}~1..{after}"
     for commit in git(root, "rev-list", "--first-parent", span, check=False).split() or [after]:
-        found = re.search(r'^__version__ = "(\d+\.\d+\.\d+)"$', git(
-            root, "show", f"{commit}:gmmlib/__init__.py", check=False), re.M)
-        if found:
+        found = re.search(VERSION, git(root, "show", f"{commit}:gmmlib/__init__.py",
+                                        check=False), re.M)
+        if found and re.fullmatch(r"\d+\.\d+\.\d+", found[1]):
             tagged = git(root, "rev-list", "-n", "1", f"v{found[1]}", check=False)
             commit = git(root, "rev-parse", commit)
             if tagged and tagged != commit:
@@ -219,9 +204,7 @@ def pending(root: Path, before: str, after: str) -> tuple[str, str] | None:
 
 
 def main(argv: list[str]) -> int:
-    """``sync [--check]``: rewrite (or check) the setup cells; ``release X.Y.Z [--next
-    X.Y.Z.devN] [--date D]``: the two commits; ``release --pending BEFORE AFTER``: the final
-    version to publish among the pushed commits (``version=`` and ``commit=`` lines)."""
+    """``sync [--check]``, ``release X.Y.Z [--next V] [--date D]``, ``release --pending B A``."""
     parser = argparse.ArgumentParser(prog="python -m bookkit", description=main.__doc__)
     parser.add_argument("command", choices=["sync", "release"])
     parser.add_argument("version", nargs="?")

@@ -1,13 +1,6 @@
-"""The edition in the pages (gmmlib's version, its git tag): substitutions, links, BibTeX record.
-
-From ``gmmlib/__init__.py`` (the version), ``_config.yml`` (the repository) and ``CITATION.cff``:
-``{{ edition }}``, ``{{ edition_tag }}``, ``{{ edition_statement }}``, ``{edition-links}`` and
-``{edition-bibtex}`` for ``book/intro.md``. A development version (``.dev``) says so: links to
-the branch, a ``@misc`` record citing the commit, a footer on every page.
-"""
+"""The edition in the pages: ``{{ edition }}``, ``{edition-links}``, ``{edition-bibtex}``."""
 
 import datetime as dt
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,38 +11,21 @@ from sphinx.config import Config
 from sphinx.util.docutils import SphinxDirective
 
 from bookkit import toc
-from bookkit.edition import read_version
+from bookkit.edition import git, is_development, read_repository, read_version
 from bookkit.pages import para
 
 COLAB = "https://colab.research.google.com/github"
 BINDER = "https://mybinder.org/v2/gh"
 
 
-def _commit(root: Path) -> str:
-    """The commit the pages are built from (``""`` outside a git checkout)."""
-    try:
-        run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10)
-        return run.stdout.strip() if run.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def edition(root: Path) -> dict[str, str]:
     """Everything the intro says about this edition, read from the files that own it."""
-    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     cff = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8"))
-    url = str(config["repository"]["url"]).rstrip("/")
-    owner, repo = url.split("/")[-2:]
-    version = read_version(root)
-    dev = ".dev" in version
-    branch = str(config["repository"].get("branch", "main"))
+    (url, branch), version = read_repository(root), read_version(root)
+    dev = is_development(version)
     tag = branch if dev else f"v{version}"
-    chapters = toc.chapters(root)
-    chapter = f"{chapters[0].docname}.ipynb" if chapters else "book/intro.md"
-    authors = " and ".join(a.get("name") or f"{a.get('family-names')}, {a.get('given-names')}"
-                           for a in cff.get("authors", []))
-    commit = _commit(root) if dev else ""
+    authors = " and ".join(a["name"] for a in cff["authors"])  # an entity (tests/test_publishing)
+    commit = git(root, "rev-parse", "HEAD", check=False) if dev else ""
     if dev:
         where = f"the branch {branch}" + (f" at commit {commit[:12]}" if commit else "")
         statement = (f"the development version {version} of the book, built from {where} of "
@@ -57,22 +33,20 @@ def edition(root: Path) -> dict[str, str]:
     else:
         statement = f"edition {version} of the book, the git tag {tag} of its repository"
     return {
-        "version": version, "tag": tag, "url": url, "owner": owner, "repo": repo,
-        "chapter": chapter, "title": str(cff["title"]), "authors": authors,
+        "version": version, "tag": tag, "url": url, "owner": url.split("/")[-2],
+        "repo": url.split("/")[-1], "chapter": f"{toc.chapters(root)[0]}.ipynb",
+        "title": str(cff["title"]), "authors": authors,
         "year": str(cff.get("date-released", ""))[:4] or str(dt.date.today().year),
         "development": "1" if dev else "", "commit": commit, "statement": statement,
     }
 
 
 def _set_substitutions(app: Sphinx, config: Config) -> None:
-    info = edition(Path(app.srcdir))
-    subs = dict(getattr(config, "myst_substitutions", None) or {})
-    for key, value in (("edition", "version"), ("edition_tag", "tag"),
-                       ("edition_statement", "statement")):
-        subs.setdefault(key, info[value])
-    config.myst_substitutions = subs
+    info, options = edition(Path(app.srcdir)), dict(config.html_theme_options)
+    config.myst_substitutions = {"edition": info["version"], "edition_tag": info["tag"],
+                                 "edition_statement": info["statement"],
+                                 **config.myst_substitutions}
     if info["development"]:
-        options = dict(getattr(config, "html_theme_options", None) or {})
         options["extra_footer"] = (f"{options.get('extra_footer', '')} Development version "
                                    f"{info['version']}, not an edition.").strip()
         config.html_theme_options = options
@@ -90,9 +64,9 @@ class EditionLinks(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         e = edition(Path(self.env.srcdir))
-        tag, url, chapter = e["tag"], e["url"], e["chapter"]
-        colab = f"{COLAB}/{e['owner']}/{e['repo']}/blob/{tag}/{chapter}"
-        binder = f"{BINDER}/{e['owner']}/{e['repo']}/{tag}?urlpath=tree/{chapter}"
+        tag, url, repo, chapter = e["tag"], e["url"], f"{e['owner']}/{e['repo']}", e["chapter"]
+        colab = f"{COLAB}/{repo}/blob/{tag}/{chapter}"
+        binder = f"{BINDER}/{repo}/{tag}?urlpath=tree/{chapter}"
         if e["development"]:
             items = [(f"The text and code of the development version (branch {tag}): ",
                       f"{url}/tree/{tag}"),
@@ -110,8 +84,7 @@ class EditionLinks(SphinxDirective):
 
 
 def bibtex(e: dict[str, str]) -> str:
-    """The BibTeX record of the edition ``e`` (:func:`edition`); the author is braced so that
-    an entity stays one name."""
+    """The BibTeX record of the edition ``e`` (the author braced: an entity stays one name)."""
     fields = {"author": f"{{{e['authors']}}}",
               "title": e["title"].replace("Gaussian", "{G}aussian")}
     if e["development"]:

@@ -1,34 +1,24 @@
-"""The verification ledger: the checks' records, read from the chapters' outputs, on one page.
-
-A check (:class:`gmmlib.checks.Ledger`) displays its verdict with its record beside it (MIME
-type :data:`gmmlib.checks.MIME_TYPE`), so an executed or cached notebook carries its checks:
-:class:`CheckRecords` (a myst-nb mime renderer, declared in ``pyproject.toml``) keeps them in
-the doctree, :class:`LedgerCollector` per page. ``{verification-ledger}`` renders them,
-``{unchecked} <label>`` says why a claim is not checked; ``_build/ledger.json`` and
-``ledger_claims.json`` are written, and a claim with neither, a control not rejected, a weak
-random check or a failed one is warned about (an error under ``-W``).
-"""
+"""The verification ledger: the checks' records, read from the cells' outputs, on one page."""
 
 import json
 from collections import Counter
-from importlib.metadata import entry_points
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.environment.collectors import EnvironmentCollector
-from sphinx.errors import ExtensionError
-from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals
-from bookkit.pages import link, page_link, para, register_generated, table, title
+from bookkit.pages import (keep_per_page, link, merged, page_link, para, register_generated,
+                           store, table, title, warn)
 from gmmlib.checks import MAX_DETECTABLE, MIME_TYPE
 
-logger = logging.getLogger(__name__)
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
+CHECKS, UNCHECKED = "ledger_checks", "ledger_unchecked"
+_warn = partial(warn, "ledger")
 
 
 class check_record(nodes.General, nodes.Element):
@@ -44,38 +34,16 @@ class CheckRecords:
     def handle_mime(renderer: Any, data: Any, inline: bool) -> list[nodes.Element] | None:
         if data.mime_type != MIME_TYPE or inline:
             return None
-        content = data.content if isinstance(data.content, dict) else json.loads(data.string)
-        return [check_record(record=json.loads(json.dumps(content)))]
+        return [check_record(record=json.loads(json.dumps(data.content)))]  # a plain dict
 
 
-class LedgerCollector(EnvironmentCollector):
-    """Per page: its checks' records, and its ``{unchecked}`` notes by label."""
-
-    def clear_doc(self, app: Sphinx, env: Any, docname: str) -> None:
-        _checks(env).pop(docname, None)
-        notes = _unchecked(env)
-        for label in [k for k, v in notes.items() if v["docname"] == docname]:
-            del notes[label]
-
-    def merge_other(self, app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
-        _checks(env).update({d: r for d, r in _checks(other).items() if d in docnames})
-        _unchecked(env).update({k: v for k, v in _unchecked(other).items()
-                                if v["docname"] in docnames})
-
-    def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
-        found = list(doctree.findall(check_record))
-        if found:
-            _checks(app.env)[app.env.docname] = [n["record"] for n in found]
-        for n in found:
-            n.parent.remove(n)
-
-
-def _checks(env: Any) -> dict[str, list[dict[str, Any]]]:
-    return env.__dict__.setdefault("ledger_checks", {})
-
-
-def _unchecked(env: Any) -> dict[str, dict[str, str]]:
-    return env.__dict__.setdefault("ledger_unchecked", {})
+def _collect(app: Sphinx, doctree: nodes.document) -> None:
+    """A page's checks' records, kept per page (the nodes leave the doctree)."""
+    found = list(doctree.findall(check_record))
+    if found:
+        store(app.env, CHECKS)[app.env.docname] = [n["record"] for n in found]
+    for n in found:
+        n.parent.remove(n)
 
 
 class UncheckedDirective(SphinxDirective):
@@ -88,7 +56,8 @@ class UncheckedDirective(SphinxDirective):
         label, reason = self.arguments[0], " ".join(self.content).strip()
         if not reason:
             raise self.error("{unchecked} needs a reason as its content")
-        _unchecked(self.env)[label] = {"docname": self.env.docname, "reason": reason}
+        store(self.env, UNCHECKED).setdefault(self.env.docname, []).append(
+            {"label": label, "docname": self.env.docname, "reason": reason})
         box = nodes.admonition(classes=["note", "ledger-unchecked"])
         box += nodes.title(text="Not checked numerically")
         self.state.nested_parse(self.content, self.content_offset, box)
@@ -120,11 +89,6 @@ def claims(env: Any) -> dict[str, dict[str, str]]:
     return {k: v for k, v in internals.proofs(env).items() if v["kind"] in CLAIM_TYPES}
 
 
-def entries(env: Any) -> dict[str, list[dict[str, Any]]]:
-    """The records of this build's checks, by page, pages in order."""
-    return {d: r for d, r in sorted(_checks(env).items()) if d in env.found_docs}
-
-
 def records(notebook: Any) -> list[dict[str, Any]]:
     """The check records an executed notebook (nbformat) carries, in order (for the runners)."""
     return [out["data"][MIME_TYPE] for cell in notebook.cells for out in cell.get("outputs", [])
@@ -132,10 +96,9 @@ def records(notebook: Any) -> list[dict[str, Any]]:
 
 
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    """The ledger page's content: the summary, then one table of checks per chapter."""
-    env, grouped = app.env, entries(app.env)
-    every = [e for es in grouped.values() for e in es]
-    book_claims, notes = claims(env), _unchecked(env)
+    grouped = dict(sorted(store(app.env, CHECKS).items()))
+    every = merged(app.env, CHECKS)
+    book_claims, notes = claims(app.env), {n["label"]: n for n in merged(app.env, UNCHECKED)}
     checked = {e["claim"] for e in every}
     n_pass = sum(bool(e["passed"]) for e in every)
     random = [e["detectable"] for e in every if e.get("detectable") is not None]
@@ -183,17 +146,13 @@ def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     return content
 
 
-def _warn(text: str, subtype: str) -> None:
-    logger.warning(f"verification ledger: {text}", type="ledger", subtype=subtype)
-
-
 def _finish(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    every = [e for es in entries(app.env).values() for e in es]
-    build = Path(app.outdir).parent
+    every, build = merged(app.env, CHECKS), Path(app.outdir).parent
     (build / "ledger.json").write_text(json.dumps(every, indent=1), encoding="utf-8")
-    notes, counts = _unchecked(app.env), Counter(e["claim"] for e in every)
+    notes = {n["label"]: n for n in merged(app.env, UNCHECKED)}
+    counts = Counter(e["claim"] for e in every)
     listing = [{"label": label, "kind": info["kind"], "docname": info["docname"],
                 "checks": counts.get(label, 0),
                 "unchecked_reason": notes.get(label, {}).get("reason")}
@@ -221,13 +180,11 @@ def _finish(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    if not any(ep.value == f"{__name__}:CheckRecords"
-               for ep in entry_points(group="myst_nb.mime_renderers")):
-        raise ExtensionError("bookkit.ledger: the myst_nb.mime_renderers entry point is not "
-                             "registered; install the book with `pip install -e .`")
     app.add_node(check_record)
     app.add_directive("unchecked", UncheckedDirective)
-    app.add_env_collector(LedgerCollector)
+    app.connect("doctree-read", _collect)
+    keep_per_page(app, CHECKS)
+    keep_per_page(app, UNCHECKED)
     register_generated(app, {"verification-ledger": _render})
     app.connect("build-finished", _finish)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

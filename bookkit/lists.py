@@ -1,11 +1,4 @@
-"""The generated lists: figures, exercises, and the instructors' chapter plan and homework.
-
-``{figure-index}`` and ``{exercise-index}`` list every numbered figure ("Figure 3.2", its
-caption; those in solutions left out of the students' edition) and exercise, by chapter.
-``{chapter-plan}`` gives each chapter's prerequisites (the chapters its "**Prerequisites**"
-paragraph references), reading time (at the rates :func:`ReadingRates` states), lectures and
-run time in this build; ``{homework-exercises}`` groups the exercises by their title's kind.
-"""
+"""The generated lists: figures, exercises, and the instructors' chapter plan and homework."""
 
 import math
 import re
@@ -25,24 +18,25 @@ from bookkit.pages import (exercise_item, exercises, number, page_link, para, re
                            table, title)
 
 
-def _in_solution(node: nodes.Node, solutions: tuple[type, ...]) -> bool:
-    while node is not None and not isinstance(node, solutions):
+def _in_solution(node: nodes.Node | None) -> bool:
+    while node is not None and not isinstance(node, internals.solution_nodes()):
         node = node.parent
     return node is not None
 
 
 def _figures(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
+    """Every numbered figure with its caption, by chapter (a solution's: not for students)."""
     content: list[nodes.Node] = []
-    total, solutions = 0, internals.solution_nodes()
-    for page in toc.pages(app.srcdir)[1:]:  # the chapters and appendices, not the root page
-        numbers = internals.numbers(app.env, page.docname)[0].get("figure", {})
+    total = 0
+    for doc in toc.pages(app.srcdir)[1:]:  # the chapters and appendices, not the root page
+        numbers = internals.numbers(app.env, doc)[0].get("figure", {})
         items = []
-        for fig in app.env.get_doctree(page.docname).findall(nodes.figure) if numbers else ():
+        for fig in app.env.get_doctree(doc).findall(nodes.figure) if numbers else ():
             target = next((i for i in fig["ids"] if i in numbers), None)
-            inside = _in_solution(fig, solutions)
+            inside = _in_solution(fig)
             if target is None or (inside and students_edition()):
                 continue
-            p = para(make_refnode(app.builder, fromdoc, page.docname, target,
+            p = para(make_refnode(app.builder, fromdoc, doc, target,
                                   nodes.Text(f"Figure {number(numbers[target])}")))
             caption = next(iter(fig.findall(nodes.caption)), None)
             p += nodes.Text(f" — {' '.join(caption.astext().split())}" if caption else "")
@@ -50,7 +44,7 @@ def _figures(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
             items.append((numbers[target], nodes.list_item("", p)))
         if items:
             total += len(items)
-            content += [para(page_link(app, fromdoc, page.docname, strong=True)),
+            content += [para(page_link(app, fromdoc, doc, strong=True)),
                         nodes.bullet_list("", *(i for _, i in sorted(items, key=lambda t: t[0])),
                                           classes=["figure-index"])]
     return [para(f"{total} numbered figures in {len(content) // 2} chapters."), *content]
@@ -78,6 +72,8 @@ KINDS = [
     ("Open problem", "Projects (★★★)"),
 ]
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+# a displayed equation, ``$$ ... $$`` or a ``{math}`` fence, from its first line to its last
+DISPLAY_MATH = re.compile(r"^[ \t]*(\$\$.*?\$\$|```\{math\}.*?```)[^\n]*$", re.M | re.S)
 
 
 class ReadingRates(SphinxDirective):
@@ -102,23 +98,13 @@ def source_counts(text: str) -> dict[str, int]:
             if not HIDDEN_TAGS & set(cell.metadata.get("tags", [])):
                 code += sum(1 for line in cell.source.splitlines() if line.strip())
             continue
-        lines, i = cell.source.splitlines(), 0
-        while i < len(lines):
-            line = lines[i].strip()
-            i += 1
-            if line.startswith(("$$", "```{math}")):
-                equations += 1
-                closer = "$$" if line.startswith("$$") else "```"
-                if closer == "$$" and line.endswith("$$") and len(line) > 2:
-                    continue
-                while i < len(lines) and not lines[i].strip().startswith(closer) \
-                        and not lines[i].strip().endswith(closer):
-                    i += 1
-                i += 1
-            elif not (line.startswith(("```", ":::", "+++", "(")) or re.match(r"^:[\w-]+:", line)):
-                prose = re.sub(r"\$[^$]+\$", " x ", line)              # inline math: one word
-                prose = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", prose)  # roles: their text
-                words += len(re.findall(r"[^\W\d_][\w'’-]*", prose))
+        prose, n = DISPLAY_MATH.subn("", cell.source)
+        equations += n
+        for line in map(str.strip, prose.splitlines()):
+            if not (line.startswith(("```", ":::", "+++", "(")) or re.match(r"^:[\w-]+:", line)):
+                line = re.sub(r"\$[^$]+\$", " x ", line)              # inline math: one word
+                line = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", line)  # roles: their text
+                words += len(re.findall(r"[^\W\d_][\w'’-]*", line))
     return {"words": words, "equations": equations, "code_lines": code}
 
 
@@ -132,7 +118,6 @@ def lectures(minutes: float) -> int:
 
 
 def _labels(app: Sphinx, chapters: list[str]) -> dict[str, str]:
-    """``{label: chapter}`` for every label a chapter defines (Sphinx's and the proofs')."""
     found = {k: v[0] for domain, key in (("std", "labels"), ("math", "objects"))
              for k, v in app.env.get_domain(domain).data.get(key, {}).items()}
     found |= {k: v["docname"] for k, v in internals.proofs(app.env).items()}
@@ -155,7 +140,7 @@ def _prerequisites(app: Sphinx, fromdoc: str, doc: str, text: str,
 
 
 def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
-    chapters = [p.docname for p in toc.chapters(app.srcdir)]
+    chapters = toc.chapters(app.srcdir)
     labels, rows, totals = _labels(app, chapters), [], [0.0, 0, 0.0]
     for doc in chapters:
         text = Path(app.env.doc2path(doc)).read_text(encoding="utf-8")

@@ -1,18 +1,18 @@
-"""What the generated pages share: tables, links to the book's labels, lists made once all is read.
-
-A generated list's directive leaves a placeholder; its page is read again at every build and
-the placeholder is replaced when the page's doctree is resolved, every page having been read.
-"""
+"""What the generated pages share: tables, links to labels, lists made once all is read."""
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from docutils import nodes
 from docutils.nodes import make_id  # as Sphinx forms equation ids (lower case)
 from sphinx.application import Sphinx
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals, toc
+
+logger = logging.getLogger(__name__)
 
 
 def para(*children: nodes.Node | str) -> nodes.paragraph:
@@ -52,8 +52,7 @@ def number(numbers: Sequence[int]) -> str:
 
 
 def link(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
-    """A link to a label of the book with its number ("Theorem 3.2", "Equation (4.1)",
-    "Figure 5.3", or a section's title), or ``None`` when the book has no such label."""
+    """A link to a label with its number ("Theorem 3.2", "Equation (4.1)"), or ``None``."""
     env = app.env
     claims = internals.proofs(env)
     if label in claims:
@@ -77,14 +76,9 @@ def link(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
     return None
 
 
-def toc_order(app: Sphinx) -> dict[str, int]:
-    """The position of each page in ``_toc.yml``."""
-    return {p.docname: i for i, p in enumerate(toc.pages(app.srcdir))}
-
-
 def exercises(app: Sphinx) -> list[tuple[str, str, tuple[int, ...], str]]:
     """Every exercise as ``(docname, label, number, title)``, in the book's order."""
-    order, out = toc_order(app), []
+    order, out = {doc: i for i, doc in enumerate(toc.pages(app.srcdir))}, []
     for e in internals.exercises(app.env):
         num = internals.numbers(app.env, e["docname"])[0].get("exercise", {}).get(e["label"], ())
         out.append((e["docname"], e["label"], tuple(num), e["title"]))
@@ -101,8 +95,30 @@ def exercise_item(app: Sphinx, fromdoc: str, doc: str, label: str, num: tuple[in
     return nodes.list_item("", p)
 
 
+def store(env: Any, name: str) -> dict[str, Any]:
+    """``{docname: what the page holds}``, kept in the build environment under ``name``."""
+    return env.__dict__.setdefault(name, {})
+
+
+def merged(env: Any, name: str) -> list[Any]:
+    """Every page's list in :func:`store` as one list, the pages in name order."""
+    return [x for _, entries in sorted(store(env, name).items()) for x in entries]
+
+
+def warn(kind: str, text: str, subtype: str, location: str | None = None) -> None:
+    """A warning of type ``kind`` (a strict build fails on it)."""
+    logger.warning(f"{kind}: {text}", type=kind, subtype=subtype, location=location)
+
+
+def keep_per_page(app: Sphinx, name: str) -> None:
+    """Forget a page's entry in :func:`store` when it is read again; merge parallel reads."""
+    app.connect("env-purge-doc", lambda app, env, doc: store(env, name).pop(doc, None))
+    app.connect("env-merge-info", lambda app, env, docs, other: store(env, name).update(
+        {d: v for d, v in store(other, name).items() if d in docs}))
+
+
 class generated(nodes.General, nodes.Element):
-    """Stands where a generated list goes until every page has been read."""
+    """Where a generated list goes, replaced once every page has been read."""
 
 
 DOCS = "bookkit_generated_docs"  # the pages holding a placeholder, read again at every build
@@ -122,14 +138,10 @@ def register_generated(app: Sphinx, lists: dict[str, Render]) -> None:
                 ph.replace_self(lists[ph["kind"]](app, fromdoc))
 
     app.connect("doctree-resolved", resolve)
-    app.connect("env-get-outdated", lambda app, env, *a: sorted(getattr(env, DOCS, set())))
-    app.connect("env-purge-doc", lambda app, env, doc: getattr(env, DOCS, set()).discard(doc))
-    app.connect("env-merge-info", lambda app, env, docs, other: setattr(
-        env, DOCS, getattr(env, DOCS, set()) | getattr(other, DOCS, set())))
+    app.connect("env-get-outdated", lambda app, env, *a: sorted(store(env, DOCS)))
+    keep_per_page(app, DOCS)
 
 
 def _placeholder(directive: SphinxDirective, kind: str) -> list[nodes.Node]:
-    docs = getattr(directive.env, DOCS, set())
-    docs.add(directive.env.docname)
-    setattr(directive.env, DOCS, docs)
+    store(directive.env, DOCS)[directive.env.docname] = True
     return [generated(kind=kind)]

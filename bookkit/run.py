@@ -1,10 +1,4 @@
-"""Execute chapters in fresh kernels with nbclient; a failure names the chapter and the cell.
-
-A chapter is its MyST source or an ``.ipynb``, never modified; the build's per-cell
-``execute.timeout`` and a wall-clock limit per chapter apply (``python -m bookkit run``).
-"""
-
-from __future__ import annotations
+"""Execute chapters in fresh kernels with nbclient; a failure names the chapter and the cell."""
 
 import os
 import sys
@@ -20,16 +14,16 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
+from gmmlib.plotting import HEADLESS_ENV
+
 from .toc import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S = float(CONFIG["execute"]["timeout"]), 600.0
-# No front end: gmmlib's sliders make no widget. A widget's stand-in Output in nbclient sends
-# on the shell socket while the cell's reply is awaited there, and the reply can be lost.
-HEADLESS = {"GMMLIB_HEADLESS": "1"}
 
 
 def first_line(source: str, width: int = 60) -> str:
+    """The first non-blank line, cut to ``width``."""
     line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
     return line if len(line) <= width else line[: width - 1] + "…"
 
@@ -41,8 +35,7 @@ def read(path: Path) -> nbformat.NotebookNode:
 
 @dataclass
 class Outcome:
-    """One execution; ``status``: ok, failed (a cell raised or shows an error), stalled (a limit
-    fired) or crashed (the kernel died or never started)."""
+    """One execution; ``status``: ok, failed, stalled (a limit fired) or crashed (the kernel)."""
 
     notebook: str
     status: str
@@ -97,7 +90,8 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
     stop, start, status, message = threading.Event(), time.perf_counter(), "ok", ""
     threading.Thread(target=_peak_memory, args=(client, stop, seen), daemon=True).start()
     try:
-        client.execute(env={**os.environ, **(env or {}), **HEADLESS})
+        # headless: no widget, whose messages on the shell socket can lose the cell's reply
+        client.execute(env={**os.environ, **(env or {}), HEADLESS_ENV: "1"})
     except CellTimeoutError:
         status, message = "stalled", f"{where(seen['cell'])}: no reply within {seen['limit']}"
     except CellExecutionError as exc:
@@ -119,8 +113,7 @@ def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
 
 
 def run_many(jobs: list[tuple[Path, dict]], workers: int = 1, report=None) -> list[Outcome]:
-    """Each ``(chapter, kernel environment)`` in a fresh kernel, ``workers`` at a time, in the
-    order of ``jobs``; ``report(index, outcome)`` hears each as it ends."""
+    """Each ``(chapter, kernel environment)``, ``workers`` at a time; ``report(i, outcome)``."""
     def one(i: int) -> Outcome:
         outcome = execute(jobs[i][0], env=jobs[i][1])
         if report:
