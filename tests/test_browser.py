@@ -8,17 +8,21 @@ another picture when each of its sliders is moved with the keyboard; and that ax
 no serious or critical accessibility violation, in light and in dark mode. They check, over
 all built pages, that no internal link is broken, that the launch buttons of each chapter
 point at its own notebook (the .ipynb paired with the chapter's MyST source) and that every
-captioned figure's image has its caption as alt text; and, at a 1280×800 window, that no
-visible code block scrolls sideways. The sliders and the accessibility results are written
-to ``_build/sliders.json`` and ``_build/accessibility.json``. When no Chromium is installed
-the browser tests are skipped with a message saying how to install it (``.ci/run`` installs
-it on CI).
+captioned figure's image has its caption as alt text; and, at a 1280×800 window with every
+fold closed, that no visible code block scrolls sideways and that each chapter is a page a
+student finishes (at most 32 screens; its median visible code cell at most 12 lines). The
+sliders, the accessibility results and the page measures are written to
+``_build/sliders.json``, ``_build/accessibility.json`` and ``_build/pages.json``. When no
+Chromium is installed the browser tests are skipped with a message saying how to install it
+(``.ci/run`` installs it on CI).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import statistics
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -191,37 +195,113 @@ def test_every_slider_moves_the_picture(page_and_base, slider_report, name):
     assert not problems, f"{name}: " + "; ".join(problems)
 
 
-#: Every visible code block whose text is wider than its box (it would scroll sideways).
-WIDE_CODE_JS = r"""
-() => [...document.querySelectorAll('div.highlight pre')]
-  .filter(pre => (pre.checkVisibility ? pre.checkVisibility() : pre.offsetParent !== null))  // not in a closed fold
-  .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-  .map(pre => {
-    const lines = pre.textContent.split('\n');
-    const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
-    return {scroll: pre.scrollWidth, client: pre.clientWidth, chars: longest.length,
-            line: longest.trim().slice(0, 90)};
-  })
+#: What a reader sees of a page at 1280×800, every fold closed as the page opens: its height,
+#: every visible code block wider than its box (it would scroll sideways: code is never
+#: wrapped) and the number of lines of every visible code-cell input. Images are loaded first
+#: (a lazy image has no height until it loads).
+PAGE_MEASURE_JS = r"""
+async () => {
+  await Promise.all([...document.images].map(img => {
+    img.loading = 'eager'; return img.decode().catch(() => null); }));
+  const shown = e => (e.checkVisibility ? e.checkVisibility() : e.offsetParent !== null);
+  const lines = pre => pre.textContent.replace(/\n+$/, '').split('\n');
+  const wide = [...new Set(document.querySelectorAll('div.highlight pre, div.cell pre'))]
+    .filter(shown)  // not in a closed fold
+    .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => {
+      const all = lines(pre);
+      const longest = all.reduce((a, b) => (b.length > a.length ? b : a), '');
+      return {part: pre.closest('.cell_output') ? 'output'
+                    : pre.closest('.cell_input') ? 'input' : 'text',
+              scroll: pre.scrollWidth, client: pre.clientWidth, chars: longest.length,
+              first: (all.find(l => l.trim()) || '').trim().slice(0, 90),
+              line: longest.trim().slice(0, 90)};
+    });
+  // a cell whose input is folded behind a "show" toggle or removed is not a visible cell
+  const hidden = '.tag_hide-input, .tag_remove-input, .tag_hide-cell, .tag_remove-cell';
+  const inputs = [...document.querySelectorAll('div.cell')]
+    .filter(c => !c.matches(hidden))
+    .map(c => c.querySelector('.cell_input pre'))
+    .filter(pre => pre && shown(pre))
+    .map(pre => lines(pre).length);
+  const root = document.scrollingElement || document.documentElement;
+  return {height: Math.max(root.scrollHeight, document.body.scrollHeight),
+          cells: document.querySelectorAll('div.cell').length, inputs, wide};
+}
 """
+
+#: Issue 31: a chapter is a page a student finishes in one sitting at a 1280×800 window.
+SCREEN = {"width": 1280, "height": 800}
+MAX_SCREENS = 32  # the page's height, in windows of 800 px
+MAX_MEDIAN_LINES = 12  # the median visible code-cell input, in lines
+
+
+@pytest.fixture(scope="module")
+def pages_report(request):
+    """``_build/pages.json``; at the end of the module, one line per chapter on the terminal."""
+    report = _Report(ROOT / "_build" / "pages.json")
+    yield report
+    rows = [(k, v) for k, v in report.pages.items() if v["chapter"]]
+    if not rows:
+        return
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print(
+            f"\npages at 1280×800 (limits: {MAX_SCREENS} screens, median visible code cell "
+            f"{MAX_MEDIAN_LINES} lines, no wide block): chapter  screens  median lines "
+            "(visible cells)  wide blocks"
+        )
+        for name, v in rows:
+            median = v["median_visible_code_lines"]
+            median = "–" if median is None else f"{median:g}"
+            print(
+                f"  {name[:2]}  {v['screens']:5.1f}  {median:>4} ({v['visible_code_cells']:2d})"
+                f"  {len(v['wide_code_blocks'])}"
+            )
 
 
 @pytest.mark.parametrize("name", _toc_pages())
-def test_no_visible_code_block_scrolls_sideways(page_and_base, name):
-    """At a 1280×800 window no visible code block is wider than the page (code is never wrapped)."""
+def test_page_fits_a_sitting(page_and_base, pages_report, name):
+    """At a 1280×800 window, every fold closed as a reader first sees the page: no visible code
+    block (a cell's input or output, or code in the text) is wider than its box, on any page;
+    and a chapter is at most 32 screens high, the median of its visible code-cell inputs (not
+    folded by ``hide-input``) at most 12 lines. The numbers go to ``_build/pages.json``."""
     page, base = page_and_base
-    page.set_viewport_size({"width": 1280, "height": 800})
+    page.set_viewport_size(SCREEN)
     try:
         _open(page, base, name)
-        wide = page.evaluate(WIDE_CODE_JS)
+        got = page.evaluate(PAGE_MEASURE_JS)
     finally:
         page.set_viewport_size({"width": 1280, "height": 1600})
-    assert not wide, (
-        f"{name}: {len(wide)} visible code blocks scroll sideways at 1280×800 (scrollWidth > "
-        "clientWidth; longest line):\n"
-        + "\n".join(
-            f"  {w['scroll']} > {w['client']} px, {w['chars']} chars: {w['line']}" for w in wide
-        )
+    chapter = name in _chapters()
+    screens = got["height"] / SCREEN["height"]
+    median = statistics.median(got["inputs"]) if got["inputs"] else None
+    pages_report.add(
+        name,
+        {
+            "chapter": chapter,
+            "height_px": got["height"],
+            "screens": round(screens, 2),
+            "code_cells": got["cells"],
+            "visible_code_cells": len(got["inputs"]),
+            "visible_code_lines": got["inputs"],
+            "median_visible_code_lines": median,
+            "wide_code_blocks": got["wide"],
+        },
     )
+    problems = [
+        f"a visible code block ({w['part']}) scrolls sideways, {w['scroll']} > {w['client']} px "
+        f"(longest line {w['chars']} chars: {w['line']!r}); it begins: {w['first']!r}"
+        for w in got["wide"]
+    ]
+    if chapter and screens > MAX_SCREENS:
+        problems.append(f"{screens:.1f} screens of 800 px ({got['height']} px), over {MAX_SCREENS}")
+    if chapter and median is not None and median > MAX_MEDIAN_LINES:
+        problems.append(
+            f"the median visible code cell is {median:g} lines (over {MAX_MEDIAN_LINES}; "
+            f"{len(got['inputs'])} visible cells: {sorted(got['inputs'])})"
+        )
+    assert not problems, f"{name} at 1280×800:\n  " + "\n  ".join(problems)
 
 
 def _axe_failures(result: dict) -> list[str]:
