@@ -98,7 +98,8 @@ SLIDERS_JS = r"""
 def _need_chromium():
     if chromium_path() is None:
         pytest.skip(
-            "no Chromium installed: `apt-get install chromium` (as root) to run the real-browser test"
+            "no Chromium installed: `apt-get install chromium` (as root) "
+            "to run the real-browser test"
         )
     assert (HTML / "index.html").is_file(), "build the book first (make test does)"
 
@@ -312,7 +313,8 @@ def _axe_failures(result: dict) -> list[str]:
     ]
 
 
-DARK_JS = """() => { const h = document.documentElement; h.dataset.mode = 'dark'; h.dataset.theme = 'dark';
+DARK_JS = """() => { const h = document.documentElement;
+  h.dataset.mode = 'dark'; h.dataset.theme = 'dark';
   return getComputedStyle(document.body).backgroundColor; }"""
 
 
@@ -447,7 +449,7 @@ def test_launch_buttons_point_at_the_chapter_notebook(chapter):
 
 
 def test_intro_cites_and_links_this_edition():
-    """book/intro.md's {edition-links} and {edition-bibtex} render the version in gmmlib/__init__.py."""
+    """The intro's {edition-links} and {edition-bibtex} render the version in gmmlib/__init__.py."""
     import ast
 
     tree = ast.parse((ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
