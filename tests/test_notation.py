@@ -92,7 +92,7 @@ def math_of(markdown: str) -> list[str]:
 
 
 def violations(path: Path) -> list[str]:
-    """Every use of a reserved symbol in a form its meaning excludes: ``cell i: symbol: excerpt``."""
+    """Each use of a reserved symbol in a form its meaning excludes: ``cell i: symbol: excerpt``."""
     found = []
     for i, cell in enumerate(read_chapter(path).cells):
         texts = [cell.source]
@@ -105,7 +105,8 @@ def violations(path: Path) -> list[str]:
                 for segment in where:
                     for pattern in patterns:
                         for m in re.finditer(pattern, segment):
-                            excerpt = segment[max(0, m.start() - 25):m.end() + 25].replace("\n", " ")
+                            start, end = max(0, m.start() - 25), m.end() + 25
+                            excerpt = segment[start:end].replace("\n", " ")
                             found.append(f"cell {i}: {symbol}: …{excerpt}…")
     return found
 
@@ -135,9 +136,14 @@ def test_each_rule_catches_its_example(symbol):
     if text_example is not None:
         assert any(re.search(p, text_example) for p in text), symbol
     # and the one meaning passes
-    allowed = {r"$\delta$": r"$\hat\mu_L = \frac1L\sum_i\delta_{z_i}$", r"$\xi$": r"$Z = X + \xi\varepsilon$",
-               "$g$": r"$\mathbb E[(X - f^\star(Z))\,g(Z)] = 0$, $\log p$", r"$\sigma$": r"$\sigma(s_0 + s^\top x)$",
-               r"$\nu$": r"$\nu^2 = \gamma^2 + \xi^2$, $S = \nu^2 I$", "$G$": r"$G\sim\mathcal N(0, I)$"}
+    allowed = {
+        r"$\delta$": r"$\hat\mu_L = \frac1L\sum_i\delta_{z_i}$",
+        r"$\xi$": r"$Z = X + \xi\varepsilon$",
+        "$g$": r"$\mathbb E[(X - f^\star(Z))\,g(Z)] = 0$, $\log p$",
+        r"$\sigma$": r"$\sigma(s_0 + s^\top x)$",
+        r"$\nu$": r"$\nu^2 = \gamma^2 + \xi^2$, $S = \nu^2 I$",
+        "$G$": r"$G\sim\mathcal N(0, I)$",
+    }
     assert not any(re.search(p, s) for p in latex for s in math_of(allowed[symbol])), symbol
 
 
