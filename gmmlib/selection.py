@@ -24,7 +24,7 @@ a shared covariance its limit is :math:`V\Gamma Uz + V\sum_k\alpha_k(z)m_k`
 :math:`x\mid k\sim\mathcal N(m_k,\Gamma_k)`, :math:`P(k) = \pi_k`, and a label vector
 :math:`y_k\in\mathbb R^q` per component give tokens :math:`(x, y_k)\in\mathbb R^{d+q}` whose law
 is the degenerate mixture :func:`token_mixture`. One-hot labels (:math:`y_k = e_k`) give the
-multi-class task; four components at :math:`(\pm\nu, \pm\nu)` with
+multi-class task; four components at :math:`(\pm\ell, \pm\ell)` with
 :math:`y_k = \operatorname{sign}(m_{k,1}m_{k,2})` give XOR (:func:`xor_task`). Queries are
 :math:`(x, 0)`; the prediction is the label block of the output (:func:`decide`).
 """
@@ -284,19 +284,20 @@ def onehot_task(weights: Any, means: Any, cov: Any) -> tuple[GaussianMixture, np
     return gm, np.eye(K)
 
 
-#: XOR's default offset :math:`\nu` and component standard deviation :math:`\gamma` (Chapter 7).
+#: XOR's default offset :math:`\ell` and component standard deviation :math:`\gamma` (Chapter 7).
 XOR_OFFSET, XOR_GAMMA = 2.0, 0.5**0.5
 
 
 def xor_task(
     offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA
 ) -> tuple[GaussianMixture, np.ndarray]:
-    r"""XOR (Chapter 7): four equally likely components :math:`\mathcal N((\pm\nu, \pm\nu), \gamma^2
-    I)`, label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
+    r"""XOR (Chapter 7): four equally likely components
+    :math:`\mathcal N((\pm\ell, \pm\ell), \gamma^2 I)`,
+    label :math:`\operatorname{sign}(m_{k,1}m_{k,2})`.
 
-    ``offset`` is :math:`\nu` and ``gamma`` the components' standard deviation :math:`\gamma`
-    (default :math:`\gamma^2 = 1/2`). Components are ordered :math:`(\nu,\nu), (-\nu,\nu),
-    (-\nu,-\nu), (\nu,-\nu)` with labels :math:`+1, -1, +1, -1`.
+    ``offset`` is :math:`\ell` and ``gamma`` the components' standard deviation :math:`\gamma`
+    (default :math:`\gamma^2 = 1/2`). Components are ordered :math:`(\ell,\ell), (-\ell,\ell),
+    (-\ell,-\ell), (\ell,-\ell)` with labels :math:`+1, -1, +1, -1`.
 
     Returns
     -------
@@ -313,17 +314,18 @@ def xor_task(
 
 def xor_posterior_mean(X: Any, offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> np.ndarray:
     r"""The Bayes score of XOR, eq. :eq:`eq-07-xor-bayes` of Chapter 7: :math:`\mathbb E[Y\mid x] =
-    \tanh(\nu x_1/\gamma^2)\,\tanh(\nu x_2/\gamma^2)`.
+    \tanh(\ell x_1/\gamma^2)\,\tanh(\ell x_2/\gamma^2)`.
 
-    (The coordinates are independent given the component, and :math:`P(m_{k,i} = \nu\mid x_i) =
-    \sigma(2\nu x_i/\gamma^2)`, so :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\nu
-    x_i/\gamma^2)`; :prf:ref:`prop-07-xor-bayes`.)
+    (The coordinates are independent given the component, and :math:`P(m_{k,i} = \ell\mid x_i) =
+    \sigma(2\ell x_i/\gamma^2)`, so
+    :math:`\mathbb E[\operatorname{sign} m_{k,i}\mid x_i] = \tanh(\ell x_i/\gamma^2)`;
+    :prf:ref:`prop-07-xor-bayes`.)
 
     Parameters
     ----------
     X : array_like, shape (n, 2)
     offset, gamma : float
-        :math:`\nu` and :math:`\gamma` of :func:`xor_task`.
+        :math:`\ell` and :math:`\gamma` of :func:`xor_task`.
     """
     check_positive(offset, "offset")
     check_positive(gamma, "gamma")
@@ -335,8 +337,8 @@ def xor_posterior_mean(X: Any, offset: float = XOR_OFFSET, gamma: float = XOR_GA
 
 
 def xor_bayes_accuracy(offset: float = XOR_OFFSET, gamma: float = XOR_GAMMA) -> float:
-    r"""The Bayes accuracy of XOR, eq. :eq:`eq-07-xor-bayes`: :math:`\Phi(\nu/\gamma)^2 +
-    \Phi(-\nu/\gamma)^2 = 1 - 2\Phi(\nu/\gamma)\Phi(-\nu/\gamma)`.
+    r"""The Bayes accuracy of XOR, eq. :eq:`eq-07-xor-bayes`: :math:`\Phi(\ell/\gamma)^2 +
+    \Phi(-\ell/\gamma)^2 = 1 - 2\Phi(\ell/\gamma)\Phi(-\ell/\gamma)`.
 
     The Bayes rule is :math:`\operatorname{sign}(x_1x_2)`; it is right when both coordinates fall on
     the side of their component's mean, or both on the wrong side (:prf:ref:`prop-07-xor-bayes`,

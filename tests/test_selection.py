@@ -250,6 +250,24 @@ def test_xor_linear_cross_moment_vanishes():
     np.testing.assert_allclose(M[:2, 2], 0.0, atol=1e-15)
 
 
+def test_every_nonzero_intercept_free_sign_rule_scores_one_half_on_xor(rng):
+    """cor-07-xor item 2 as an identity: for w ≠ 0 the ±m pairing of the XOR components gives
+    Φ(a) + Φ(−a) = 1 in each pair, so the exact accuracy is ½ whatever w (up to round-off);
+    a chapter check of it could not fail. w = 0 never predicts a sign: accuracy 0. The same rules
+    on the separable labels sign(m_k1) are not at ½ (the identity needs the XOR labels)."""
+    from gmmlib.classification import sign_rule_accuracy
+
+    gm, C = xor_task(offset=2.0, gamma=np.sqrt(0.5))
+    separable = np.sign(gm.means[:, :1])
+    scaled = rng.normal(size=(200, 2)) * np.exp(rng.uniform(-6, 6, size=(200, 1)))
+    ws = np.vstack([scaled, np.eye(2), [[1.0, 1.0], [1.0, -1.0]]])
+    acc = np.array([sign_rule_accuracy(gm, C, w) for w in ws])
+    np.testing.assert_allclose(acc, 0.5, atol=8 * np.finfo(float).eps)
+    acc_sep = np.array([sign_rule_accuracy(gm, separable, w) for w in ws[:200]])
+    assert np.all(np.abs(acc_sep - 0.5) > 1e-6)
+    assert sign_rule_accuracy(gm, C, np.zeros(2)) == 0.0
+
+
 # ----------------------------------------------------------------------------- replicate
 # statistics, validation, gates
 def test_replicate_mean_se_against_scipy(rng):
