@@ -8,17 +8,20 @@ another picture when each of its sliders is moved with the keyboard; and that ax
 no serious or critical accessibility violation, in light and in dark mode. They check, over
 all built pages, that no internal link is broken, that the launch buttons of each chapter
 point at its own notebook (the .ipynb paired with the chapter's MyST source) and that every
-captioned figure's image has its caption as alt text; and, at a 1280×800 window, that no
-visible code block scrolls sideways. The sliders and the accessibility results are written
-to ``_build/sliders.json`` and ``_build/accessibility.json``. When no Chromium is installed
-the browser tests are skipped with a message saying how to install it (``.ci/run`` installs
-it on CI).
+captioned figure's image has its caption as alt text; and, at a 1280×800 window with every
+fold closed, that no visible code block scrolls sideways and that each chapter is a page a
+student finishes (at most 32 screens; its median visible code cell at most 12 lines). The
+sliders, the accessibility results and the page measures are written to
+``_build/sliders.json``, ``_build/accessibility.json`` and ``_build/pages.json``. When no
+Chromium is installed the browser tests are skipped with a message saying how to install it
+(``.ci/run`` installs it on CI).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import statistics
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -94,7 +97,8 @@ SLIDERS_JS = r"""
 def _need_chromium():
     if chromium_path() is None:
         pytest.skip(
-            "no Chromium installed: `apt-get install chromium` (as root) to run the real-browser test"
+            "no Chromium installed: `apt-get install chromium` (as root) to run the "
+            "real-browser test"
         )
     assert (HTML / "index.html").is_file(), "build the book first (make test does)"
 
@@ -191,37 +195,121 @@ def test_every_slider_moves_the_picture(page_and_base, slider_report, name):
     assert not problems, f"{name}: " + "; ".join(problems)
 
 
-#: Every visible code block whose text is wider than its box (it would scroll sideways).
-WIDE_CODE_JS = r"""
-() => [...document.querySelectorAll('div.highlight pre')]
-  .filter(pre => (pre.checkVisibility ? pre.checkVisibility() : pre.offsetParent !== null))  // not in a closed fold
-  .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-  .map(pre => {
-    const lines = pre.textContent.split('\n');
-    const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
-    return {scroll: pre.scrollWidth, client: pre.clientWidth, chars: longest.length,
-            line: longest.trim().slice(0, 90)};
-  })
+#: What a reader sees of a page at 1280×800, every fold closed as the page opens: its height and
+#: the number of lines of every visible code-cell input. Then every fold is opened and every code
+#: block whose text is wider than its box is listed, marked if it was folded: it scrolls sideways
+#: (code is never wrapped). Images are loaded first (a lazy image has no height until it loads).
+#: A closed togglebutton admonition keeps its content laid out but ``visibility: hidden``:
+#: visible means a box, not in a closed <details>, not hidden.
+PAGE_MEASURE_JS = r"""
+async () => {
+  await Promise.all([...document.images].map(img => {
+    img.loading = 'eager'; return img.decode().catch(() => null); }));
+  const shown = e => e.checkVisibility({visibilityProperty: true});
+  const lines = pre => pre.textContent.replace(/\n+$/, '').split('\n');
+  const root = document.scrollingElement || document.documentElement;
+  const height = Math.max(root.scrollHeight, document.body.scrollHeight);
+  // a cell whose input is folded behind a "show" toggle or removed is not a visible cell
+  const hidden = '.tag_hide-input, .tag_remove-input, .tag_hide-cell, .tag_remove-cell';
+  const inputs = [...document.querySelectorAll('div.cell')]
+    .filter(c => !c.matches(hidden))
+    .map(c => c.querySelector('.cell_input pre'))
+    .filter(pre => pre && shown(pre))
+    .map(pre => lines(pre).length);
+  const pres = [...new Set(document.querySelectorAll('div.highlight pre, div.cell pre'))];
+  const folded = new Set(pres.filter(pre => !shown(pre)));
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  const wide = pres
+    .filter(pre => shown(pre) && pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => {
+      const all = lines(pre);
+      const longest = all.reduce((a, b) => (b.length > a.length ? b : a), '');
+      return {part: pre.closest('.cell_output') ? 'output'
+                    : pre.closest('.cell_input') ? 'input' : 'text',
+              folded: folded.has(pre),
+              scroll: pre.scrollWidth, client: pre.clientWidth, chars: longest.length,
+              first: (all.find(l => l.trim()) || '').trim().slice(0, 90),
+              line: longest.trim().slice(0, 90)};
+    });
+  return {height, cells: document.querySelectorAll('div.cell').length, inputs, wide};
+}
 """
+
+#: Issue 31: a chapter is a page a student finishes in one sitting at a 1280×800 window.
+SCREEN = {"width": 1280, "height": 800}
+MAX_SCREENS = 32  # the page's height, in windows of 800 px
+MAX_MEDIAN_LINES = 12  # the median visible code-cell input, in lines
+
+
+@pytest.fixture(scope="module")
+def pages_report(request):
+    """``_build/pages.json``; at the end of the module, one line on the terminal: per chapter,
+    its screens, the median of its visible code cells in lines and its wide code blocks
+    (visible + in folds)."""
+    report = _Report(ROOT / "_build" / "pages.json")
+    yield report
+    rows = [(k, v) for k, v in report.pages.items() if v["chapter"]]
+    terminal = request.config.pluginmanager.getplugin("terminalreporter")
+    if not rows or terminal is None:
+        return
+    cells = [
+        f"{name[:2]} {v['screens']:.1f}/{v['median_visible_code_lines'] or 0:g}"
+        f"/{len(v['wide_code_blocks'])}+{len(v['wide_code_blocks_in_folds'])}"
+        for name, v in rows
+    ]
+    terminal.write_line(
+        f"\npages at 1280×800, screens/median visible code lines/wide code blocks visible+folded "
+        f"(limits {MAX_SCREENS}/{MAX_MEDIAN_LINES}/0+any): " + " · ".join(cells)
+    )
 
 
 @pytest.mark.parametrize("name", _toc_pages())
-def test_no_visible_code_block_scrolls_sideways(page_and_base, name):
-    """At a 1280×800 window no visible code block is wider than the page (code is never wrapped)."""
+def test_page_fits_a_sitting(page_and_base, pages_report, name):
+    """At a 1280×800 window, every fold closed as a reader first sees the page: a chapter is at
+    most 32 screens high and the median of its visible code-cell inputs (not folded by
+    ``hide-input``, not in a closed dropdown) is at most 12 lines; and on any page no visible
+    code block (a cell's input or output, or code in the text) is wider than its box. The
+    numbers go to ``_build/pages.json``, with the code blocks that scroll once a fold is opened."""
     page, base = page_and_base
-    page.set_viewport_size({"width": 1280, "height": 800})
+    page.set_viewport_size(SCREEN)
     try:
         _open(page, base, name)
-        wide = page.evaluate(WIDE_CODE_JS)
+        got = page.evaluate(PAGE_MEASURE_JS)
     finally:
         page.set_viewport_size({"width": 1280, "height": 1600})
-    assert not wide, (
-        f"{name}: {len(wide)} visible code blocks scroll sideways at 1280×800 (scrollWidth > "
-        "clientWidth; longest line):\n"
-        + "\n".join(
-            f"  {w['scroll']} > {w['client']} px, {w['chars']} chars: {w['line']}" for w in wide
-        )
+    chapter = name in _chapters()
+    screens = got["height"] / SCREEN["height"]
+    median = statistics.median(got["inputs"]) if got["inputs"] else None
+    wide = [w for w in got["wide"] if not w["folded"]]
+    pages_report.add(
+        name,
+        {
+            "chapter": chapter,
+            "height_px": got["height"],
+            "screens": round(screens, 2),
+            "code_cells": got["cells"],
+            "visible_code_cells": len(got["inputs"]),
+            "visible_code_lines": got["inputs"],
+            "median_visible_code_lines": median,
+            "wide_code_blocks": wide,
+            # reported, not (yet) failed: issue 31 measures the page as it opens
+            "wide_code_blocks_in_folds": [w for w in got["wide"] if w["folded"]],
+        },
     )
+    problems = [
+        f"a visible code block ({w['part']}) scrolls sideways, {w['scroll']} > {w['client']} px "
+        f"(longest line {w['chars']} chars: {w['line']!r}); it begins: {w['first']!r}"
+        for w in wide
+    ]
+    if chapter and screens > MAX_SCREENS:
+        problems.append(f"{screens:.1f} screens of 800 px ({got['height']} px), over {MAX_SCREENS}")
+    if chapter and median is not None and median > MAX_MEDIAN_LINES:
+        problems.append(
+            f"the median visible code cell is {median:g} lines (over {MAX_MEDIAN_LINES}; "
+            f"{len(got['inputs'])} visible cells: {sorted(got['inputs'])})"
+        )
+    assert not problems, f"{name} at 1280×800:\n  " + "\n  ".join(problems)
 
 
 def _axe_failures(result: dict) -> list[str]:
@@ -232,7 +320,8 @@ def _axe_failures(result: dict) -> list[str]:
     ]
 
 
-DARK_JS = """() => { const h = document.documentElement; h.dataset.mode = 'dark'; h.dataset.theme = 'dark';
+DARK_JS = """() => { const h = document.documentElement;
+  h.dataset.mode = 'dark'; h.dataset.theme = 'dark';
   return getComputedStyle(document.body).backgroundColor; }"""
 
 
@@ -367,7 +456,8 @@ def test_launch_buttons_point_at_the_chapter_notebook(chapter):
 
 
 def test_intro_cites_and_links_this_edition():
-    """book/intro.md's {edition-links} and {edition-bibtex} render the version in gmmlib/__init__.py."""
+    """book/intro.md's {edition-links} and {edition-bibtex} render the version in
+    gmmlib/__init__.py."""
     import ast
 
     tree = ast.parse((ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
