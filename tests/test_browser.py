@@ -19,6 +19,7 @@ Chromium is installed the browser tests are skipped with a message saying how to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import statistics
@@ -258,10 +259,12 @@ def pages_report(request):
         f"/{len(v['wide_code_blocks'])}+{len(v['wide_code_blocks_in_folds'])}"
         for name, v in rows
     ]
-    terminal.write_line(
-        f"\npages at 1280×800, screens/median visible code lines/wide code blocks visible+folded "
-        f"(limits {MAX_SCREENS}/{MAX_MEDIAN_LINES}/0+any): " + " · ".join(cells)
-    )
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        terminal.write_line(
+            f"\npages at 1280×800, screens/median visible code lines/wide blocks visible+folded "
+            f"(limits {MAX_SCREENS}/{MAX_MEDIAN_LINES}/0+any): " + " · ".join(cells)
+        )
 
 
 @pytest.mark.parametrize("name", _toc_pages())
