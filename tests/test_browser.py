@@ -98,8 +98,8 @@ SLIDERS_JS = r"""
 def _need_chromium():
     if chromium_path() is None:
         pytest.skip(
-            "no Chromium installed: `apt-get install chromium` (as root) "
-            "to run the real-browser test"
+            "no Chromium installed: `apt-get install chromium` (as root) to run the "
+            "real-browser test"
         )
     assert (HTML / "index.html").is_file(), "build the book first (make test does)"
 
@@ -196,28 +196,20 @@ def test_every_slider_moves_the_picture(page_and_base, slider_report, name):
     assert not problems, f"{name}: " + "; ".join(problems)
 
 
-#: What a reader sees of a page at 1280×800, every fold closed as the page opens: its height,
-#: every visible code block wider than its box (it would scroll sideways: code is never
-#: wrapped) and the number of lines of every visible code-cell input. Images are loaded first
-#: (a lazy image has no height until it loads).
+#: What a reader sees of a page at 1280×800, every fold closed as the page opens: its height and
+#: the number of lines of every visible code-cell input. Then every fold is opened and every code
+#: block whose text is wider than its box is listed, marked if it was folded: it scrolls sideways
+#: (code is never wrapped). Images are loaded first (a lazy image has no height until it loads).
+#: A closed togglebutton admonition keeps its content laid out but ``visibility: hidden``:
+#: visible means a box, not in a closed <details>, not hidden.
 PAGE_MEASURE_JS = r"""
 async () => {
   await Promise.all([...document.images].map(img => {
     img.loading = 'eager'; return img.decode().catch(() => null); }));
-  const shown = e => (e.checkVisibility ? e.checkVisibility() : e.offsetParent !== null);
+  const shown = e => e.checkVisibility({visibilityProperty: true});
   const lines = pre => pre.textContent.replace(/\n+$/, '').split('\n');
-  const wide = [...new Set(document.querySelectorAll('div.highlight pre, div.cell pre'))]
-    .filter(shown)  // not in a closed fold
-    .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-    .map(pre => {
-      const all = lines(pre);
-      const longest = all.reduce((a, b) => (b.length > a.length ? b : a), '');
-      return {part: pre.closest('.cell_output') ? 'output'
-                    : pre.closest('.cell_input') ? 'input' : 'text',
-              scroll: pre.scrollWidth, client: pre.clientWidth, chars: longest.length,
-              first: (all.find(l => l.trim()) || '').trim().slice(0, 90),
-              line: longest.trim().slice(0, 90)};
-    });
+  const root = document.scrollingElement || document.documentElement;
+  const height = Math.max(root.scrollHeight, document.body.scrollHeight);
   // a cell whose input is folded behind a "show" toggle or removed is not a visible cell
   const hidden = '.tag_hide-input, .tag_remove-input, .tag_hide-cell, .tag_remove-cell';
   const inputs = [...document.querySelectorAll('div.cell')]
@@ -225,9 +217,23 @@ async () => {
     .map(c => c.querySelector('.cell_input pre'))
     .filter(pre => pre && shown(pre))
     .map(pre => lines(pre).length);
-  const root = document.scrollingElement || document.documentElement;
-  return {height: Math.max(root.scrollHeight, document.body.scrollHeight),
-          cells: document.querySelectorAll('div.cell').length, inputs, wide};
+  const pres = [...new Set(document.querySelectorAll('div.highlight pre, div.cell pre'))];
+  const folded = new Set(pres.filter(pre => !shown(pre)));
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  const wide = pres
+    .filter(pre => shown(pre) && pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => {
+      const all = lines(pre);
+      const longest = all.reduce((a, b) => (b.length > a.length ? b : a), '');
+      return {part: pre.closest('.cell_output') ? 'output'
+                    : pre.closest('.cell_input') ? 'input' : 'text',
+              folded: folded.has(pre),
+              scroll: pre.scrollWidth, client: pre.clientWidth, chars: longest.length,
+              first: (all.find(l => l.trim()) || '').trim().slice(0, 90),
+              line: longest.trim().slice(0, 90)};
+    });
+  return {height, cells: document.querySelectorAll('div.cell').length, inputs, wide};
 }
 """
 
@@ -239,34 +245,35 @@ MAX_MEDIAN_LINES = 12  # the median visible code-cell input, in lines
 
 @pytest.fixture(scope="module")
 def pages_report(request):
-    """``_build/pages.json``; at the end of the module, one line per chapter on the terminal."""
+    """``_build/pages.json``; at the end of the module, one line on the terminal: per chapter,
+    its screens, the median of its visible code cells in lines and its wide code blocks
+    (visible + in folds)."""
     report = _Report(ROOT / "_build" / "pages.json")
     yield report
     rows = [(k, v) for k, v in report.pages.items() if v["chapter"]]
-    if not rows:
+    terminal = request.config.pluginmanager.getplugin("terminalreporter")
+    if not rows or terminal is None:
         return
+    cells = [
+        f"{name[:2]} {v['screens']:.1f}/{v['median_visible_code_lines'] or 0:g}"
+        f"/{len(v['wide_code_blocks'])}+{len(v['wide_code_blocks_in_folds'])}"
+        for name, v in rows
+    ]
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        print(
-            f"\npages at 1280×800 (limits: {MAX_SCREENS} screens, median visible code cell "
-            f"{MAX_MEDIAN_LINES} lines, no wide block): chapter  screens  median lines "
-            "(visible cells)  wide blocks"
+        terminal.write_line(
+            f"\npages at 1280×800, screens/median visible code lines/wide blocks visible+folded "
+            f"(limits {MAX_SCREENS}/{MAX_MEDIAN_LINES}/0+any): " + " · ".join(cells)
         )
-        for name, v in rows:
-            median = v["median_visible_code_lines"]
-            median = "–" if median is None else f"{median:g}"
-            print(
-                f"  {name[:2]}  {v['screens']:5.1f}  {median:>4} ({v['visible_code_cells']:2d})"
-                f"  {len(v['wide_code_blocks'])}"
-            )
 
 
 @pytest.mark.parametrize("name", _toc_pages())
 def test_page_fits_a_sitting(page_and_base, pages_report, name):
-    """At a 1280×800 window, every fold closed as a reader first sees the page: no visible code
-    block (a cell's input or output, or code in the text) is wider than its box, on any page;
-    and a chapter is at most 32 screens high, the median of its visible code-cell inputs (not
-    folded by ``hide-input``) at most 12 lines. The numbers go to ``_build/pages.json``."""
+    """At a 1280×800 window, every fold closed as a reader first sees the page: a chapter is at
+    most 32 screens high and the median of its visible code-cell inputs (not folded by
+    ``hide-input``, not in a closed dropdown) is at most 12 lines; and on any page no visible
+    code block (a cell's input or output, or code in the text) is wider than its box. The
+    numbers go to ``_build/pages.json``, with the code blocks that scroll once a fold is opened."""
     page, base = page_and_base
     page.set_viewport_size(SCREEN)
     try:
@@ -277,6 +284,7 @@ def test_page_fits_a_sitting(page_and_base, pages_report, name):
     chapter = name in _chapters()
     screens = got["height"] / SCREEN["height"]
     median = statistics.median(got["inputs"]) if got["inputs"] else None
+    wide = [w for w in got["wide"] if not w["folded"]]
     pages_report.add(
         name,
         {
@@ -287,13 +295,15 @@ def test_page_fits_a_sitting(page_and_base, pages_report, name):
             "visible_code_cells": len(got["inputs"]),
             "visible_code_lines": got["inputs"],
             "median_visible_code_lines": median,
-            "wide_code_blocks": got["wide"],
+            "wide_code_blocks": wide,
+            # reported, not (yet) failed: issue 31 measures the page as it opens
+            "wide_code_blocks_in_folds": [w for w in got["wide"] if w["folded"]],
         },
     )
     problems = [
         f"a visible code block ({w['part']}) scrolls sideways, {w['scroll']} > {w['client']} px "
         f"(longest line {w['chars']} chars: {w['line']!r}); it begins: {w['first']!r}"
-        for w in got["wide"]
+        for w in wide
     ]
     if chapter and screens > MAX_SCREENS:
         problems.append(f"{screens:.1f} screens of 800 px ({got['height']} px), over {MAX_SCREENS}")
@@ -449,7 +459,8 @@ def test_launch_buttons_point_at_the_chapter_notebook(chapter):
 
 
 def test_intro_cites_and_links_this_edition():
-    """The intro's {edition-links} and {edition-bibtex} render the version in gmmlib/__init__.py."""
+    """book/intro.md's {edition-links} and {edition-bibtex} render the version in
+    gmmlib/__init__.py."""
     import ast
 
     tree = ast.parse((ROOT / "gmmlib" / "__init__.py").read_text(encoding="utf-8"))
