@@ -142,3 +142,15 @@ def test_citation_cff_is_valid_and_consistent():
     )
     pref = cff["preferred-citation"]
     assert pref.get("type") and pref.get("title") and pref.get("authors")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_sphinx_proof_directive_folds_itself(path):
+    """A fold wraps a proof (an optional admonition with class dropdown); a ``{prf:...}``
+    directive given ``:class: dropdown`` has no title sphinx-togglebutton can find, and its
+    script then stops, leaving every later fold of the page open."""
+    import re
+
+    text = path.read_text(encoding="utf-8")
+    found = re.findall(r"\{prf:[a-z]+\}[^\n]*\n(?::[^\n]*\n)*?:class:[^\n]*dropdown", text)
+    assert not found, f"{path.name}: a prf directive with :class: dropdown: {found[:1]}"
