@@ -263,7 +263,7 @@ def pages_report(request):
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         terminal.write_line(
             f"\npages at 1280×800, screens/median visible code lines/wide blocks visible+folded "
-            f"(limits {MAX_SCREENS}/{MAX_MEDIAN_LINES}/0+any): " + " · ".join(cells)
+            f"(limits {MAX_SCREENS}/{MAX_MEDIAN_LINES}/0+0): " + " · ".join(cells)
         )
 
 
@@ -284,7 +284,7 @@ def test_page_fits_a_sitting(page_and_base, pages_report, name):
     chapter = name in _chapters()
     screens = got["height"] / SCREEN["height"]
     median = statistics.median(got["inputs"]) if got["inputs"] else None
-    wide = [w for w in got["wide"] if not w["folded"]]
+    wide = got["wide"]  # shown or in a closed fold: none may scroll once seen
     pages_report.add(
         name,
         {
@@ -295,13 +295,13 @@ def test_page_fits_a_sitting(page_and_base, pages_report, name):
             "visible_code_cells": len(got["inputs"]),
             "visible_code_lines": got["inputs"],
             "median_visible_code_lines": median,
-            "wide_code_blocks": wide,
-            # reported, not (yet) failed: issue 31 measures the page as it opens
-            "wide_code_blocks_in_folds": [w for w in got["wide"] if w["folded"]],
+            "wide_code_blocks": [w for w in wide if not w["folded"]],
+            "wide_code_blocks_in_folds": [w for w in wide if w["folded"]],
         },
     )
     problems = [
-        f"a visible code block ({w['part']}) scrolls sideways, {w['scroll']} > {w['client']} px "
+        f"a {'folded' if w['folded'] else 'visible'} code block ({w['part']}) scrolls "
+        f"sideways, {w['scroll']} > {w['client']} px "
         f"(longest line {w['chars']} chars: {w['line']!r}); it begins: {w['first']!r}"
         for w in wide
     ]
