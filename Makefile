@@ -93,15 +93,16 @@ pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the
 	$(MAKE) book
 	$(PY) -m bookkit pdf
 
-bench: $(STAMP) ## Chapters' time and memory against the budget, gmmlib's kernels (_build/bench.md)
+bench: $(STAMP) ## Chapters' time and memory against the budget (_build/bench.md), then gmmlib's kernels (_build/kernels.json)
 	$(PY) -m bookkit bench
+	$(PY) benchmarks/kernels.py
 
 stress: $(STAMP) ## Execute every chapter 5 times in fresh kernels (2 at a time): stalls, failures, run-time spread (_build/stress.json)
-	$(PY) -m bookkit bench --chapters --repeat $(or $(REPEAT),5) --workers 2 \
+	$(PY) -m bookkit bench --repeat $(or $(REPEAT),5) --workers 2 \
 	  --out $(BUILD)/stress.json
 
 seeds: $(STAMP) ## Every chapter that draws random numbers under GMMLIB_SEED=1..5 (or SEEDS="1 2 … 20"): _build/seeds.md
-	$(PY) -m bookkit bench --chapters --seeds $(or $(SEEDS),1 2 3 4 5) --workers 2 \
+	$(PY) -m bookkit bench --seeds $(or $(SEEDS),1 2 3 4 5) --workers 2 \
 	  --out $(BUILD)/seeds.json
 
 sync: $(STAMP) ## Rewrite the notebooks' setup cells from repository.url/branch in _config.yml

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_ruff_is_clean():
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "gmmlib", "tests", "bookkit", "assignments"],
+        [sys.executable, "-m", "ruff", "check", "gmmlib", "tests", "bookkit", "assignments",
+         "benchmarks"],
         cwd=ROOT,
         capture_output=True,
         text=True,

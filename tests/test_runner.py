@@ -241,5 +241,5 @@ def test_seeds_skips_chapters_that_draw_no_random_number(tmp_path):
     fixed = _notebook(tmp_path, "fixed.ipynb", "import numpy as np\nx = np.linspace(0, 1, 3)")
     assert bench.draws_random_numbers(drawn) and not bench.draws_random_numbers(fixed)
     out = tmp_path / "out" / "seeds.json"
-    assert bench.main([str(fixed), "--chapters", "--seeds", "1", "2", "--out", str(out)]) == 0
+    assert bench.main([str(fixed), "--seeds", "1", "2", "--out", str(out)]) == 0
     assert "Skipped (no random draw): fixed" in out.with_suffix(".md").read_text()
