@@ -13,12 +13,12 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from bookkit.pages import (keep_per_page, link, merged, para, register_generated, store, table,
-                           title, warn)
+from bookkit.pages import (borrowed, keep_per_page, link, merged, para, register_generated,
+                           store, table, title, warn)
 
 STATUS_TEXT = {"reproduced": "reproduced", "extended": "extended by the book",
                "differs": "differs in the book", "not-covered": "not covered"}
-REGISTRY, ROWS = "book/paper_results.yml", "paper_concordance_rows"
+REGISTRY, ROWS, NOTES = "book/paper_results.yml", "paper_concordance_rows", "paper_notes"
 _warn = partial(warn, "concordance")
 
 
@@ -56,11 +56,17 @@ class PaperDirective(SphinxDirective):
         text = f"**{result}** of {{cite:t}}`{key}` — *{STATUS_TEXT[status]}*. {note}"
         self.state.nested_parse(StringList([text], source=self.env.docname),
                                 self.content_offset, box)
+        parsed = nodes.container()  # the note alone, for the concordance's table
+        self.state.nested_parse(StringList([note], source=self.env.docname),
+                                self.content_offset, parsed)
+        store(self.env, NOTES).setdefault(self.env.docname, {})[target] = [
+            c.deepcopy() for c in parsed.children]
         return [nodes.target("", "", ids=[target]), box]
 
 
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     rows, content = merged(app.env, ROWS), []
+    notes = {t: n for page in store(app.env, NOTES).values() for t, n in page.items()}
     for key, paper in load_registry(app.srcdir).items():
         section = nodes.section(ids=[f"concordance-{key}"], names=[f"concordance {key}"])
         section += nodes.title(text=paper["title"])
@@ -77,7 +83,8 @@ def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
                                           nodes.Text("(note)" if r["book"]
                                                      else title(app, r["docname"])))
                 cells.append([f"{item['name']}: {item['title']}", where,
-                              STATUS_TEXT[r["status"]] if r else "no row", r["note"] if r else ""])
+                              STATUS_TEXT[r["status"]] if r else "no row",
+                              borrowed(notes.get(r["target"], []), fromdoc) if r else ""])
         section += table(["in the paper", "in the book", "status", "what the book does"], cells,
                          [26, 20, 12, 42], classes=("ledger-table", "concordance-table"))
         content.append(section)
@@ -109,5 +116,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("paper", PaperDirective)
     register_generated(app, {"concordance": _render})
     keep_per_page(app, ROWS)
+    keep_per_page(app, NOTES)
     app.connect("build-finished", _finish)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -12,8 +12,8 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals
-from bookkit.pages import (keep_per_page, link, merged, page_link, para, register_generated,
-                           store, table, title, warn)
+from bookkit.pages import (keep_per_page, link, linked, merged, page_link, para,
+                           register_generated, store, table, title, warn)
 from gmmlib.checks import MAX_DETECTABLE, MIME_TYPE
 
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
@@ -89,12 +89,6 @@ def claims(env: Any) -> dict[str, dict[str, str]]:
     return {k: v for k, v in internals.proofs(env).items() if v["kind"] in CLAIM_TYPES}
 
 
-def records(notebook: Any) -> list[dict[str, Any]]:
-    """The check records an executed notebook (nbformat) carries, in order (for the runners)."""
-    return [out["data"][MIME_TYPE] for cell in notebook.cells for out in cell.get("outputs", [])
-            if MIME_TYPE in out.get("data", {})]
-
-
 def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     grouped = dict(sorted(store(app.env, CHECKS).items()))
     every = merged(app.env, CHECKS)
@@ -134,10 +128,12 @@ def _render(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
                          or make_refnode(app.builder, fromdoc, doc, e["claim"],
                                          nodes.Text(e["claim"])))
             claim.insert(0, nodes.target("", "", ids=[f"check-{e['chapter']}-{e['index']}"]))
-            what = para(e["what"] + " — ", nodes.emphasis(text=e["method"]))
+            what = linked(app, fromdoc, e["what"] + " — ")
+            what += nodes.emphasis("", "", *linked(app, fromdoc, e["method"]).children)
             tested = "; ".join(f"{'rejects' if c['rejected'] else 'DOES NOT REJECT'} "
                                f"{c['name']}: {c['margin']}" for c in e.get("controls") or [])
-            rows.append([claim, what, e["comparison"], e["why"], detects(e), tested or "none"])
+            rows.append([claim, what, *(linked(app, fromdoc, t) for t in (
+                e["comparison"], e["why"], detects(e), tested or "none"))])
         section += table(["claim", "what is compared — how the reference was obtained", "result",
                           "why this tolerance", "smallest error it detects",
                           "negative control: the wrong answer it rejects"],

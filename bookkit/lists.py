@@ -9,13 +9,12 @@ from typing import Any
 import jupytext
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals, toc
 from bookkit.execution import students_edition
-from bookkit.pages import (exercise_item, exercises, number, page_link, para, register_generated,
-                           table, title)
+from bookkit.pages import (borrowed, exercise_item, exercises, number, page_link, para,
+                           register_generated, table, title)
 
 
 def _in_solution(node: nodes.Node | None) -> bool:
@@ -39,7 +38,7 @@ def _figures(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
             p = para(make_refnode(app.builder, fromdoc, doc, target,
                                   nodes.Text(f"Figure {number(numbers[target])}")))
             caption = next(iter(fig.findall(nodes.caption)), None)
-            p += nodes.Text(f" — {' '.join(caption.astext().split())}" if caption else "")
+            p += [nodes.Text(" — "), *borrowed(caption.children, fromdoc)] if caption else []
             p += [nodes.emphasis(text=" (in an exercise's solution)")] if inside else []
             items.append((numbers[target], nodes.list_item("", p)))
         if items:
@@ -61,10 +60,6 @@ def _exercises(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
             *content]
 
 
-WORDS_PER_MINUTE = 120        # careful reading of mathematical prose
-MINUTES_PER_EQUATION = 1.0    # a displayed equation is read, not skimmed
-CODE_LINES_PER_MINUTE = 15    # code shown in the page
-MINUTES_PER_LECTURE = 60      # reading time that one 90-minute lecture covers
 KINDS = [
     ("Warm-up", "In class or as a self-check (★)"),
     ("Derivation", "Homework: derivations (★★)"),
@@ -76,18 +71,10 @@ HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 DISPLAY_MATH = re.compile(r"^[ \t]*(\$\$.*?\$\$|```\{math\}.*?```)[^\n]*$", re.M | re.S)
 
 
-class ReadingRates(SphinxDirective):
-    """The sentence stating the rates of the reading times (the page never types them)."""
-
-    def run(self) -> list[nodes.Node]:
-        return [para(
-            f"Reading times assume {WORDS_PER_MINUTE} words of prose a minute, "
-            f"{MINUTES_PER_EQUATION:g} minute per displayed equation and "
-            f"{CODE_LINES_PER_MINUTE} lines of shown code a minute; a chapter of up to "
-            f"{MINUTES_PER_LECTURE} minutes of reading makes one 90-minute lecture, a longer one "
-            "two. They are computed from each chapter's source when the book is built, as are "
-            "the run times, which come from the build's execution record (the execution-status "
-            "appendix).")]
+def rates(substitutions: dict[str, Any]) -> dict[str, float]:
+    """The reading rates, stated once in ``_config.yml`` (``parse.myst_substitutions``)."""
+    return {k: float(substitutions[k]) for k in ("words_per_minute", "minutes_per_equation",
+                                                 "code_lines_per_minute", "minutes_per_lecture")}
 
 
 def source_counts(text: str) -> dict[str, int]:
@@ -108,13 +95,13 @@ def source_counts(text: str) -> dict[str, int]:
     return {"words": words, "equations": equations, "code_lines": code}
 
 
-def reading_minutes(counts: dict[str, int]) -> float:
-    return (counts["words"] / WORDS_PER_MINUTE + counts["equations"] * MINUTES_PER_EQUATION
-            + counts["code_lines"] / CODE_LINES_PER_MINUTE)
+def reading_minutes(counts: dict[str, int], r: dict[str, float]) -> float:
+    return (counts["words"] / r["words_per_minute"] + counts["equations"]
+            * r["minutes_per_equation"] + counts["code_lines"] / r["code_lines_per_minute"])
 
 
-def lectures(minutes: float) -> int:
-    return 1 if minutes <= MINUTES_PER_LECTURE else 2
+def lectures(minutes: float, r: dict[str, float]) -> int:
+    return 1 if minutes <= r["minutes_per_lecture"] else 2
 
 
 def _labels(app: Sphinx, chapters: list[str]) -> dict[str, str]:
@@ -142,20 +129,21 @@ def _prerequisites(app: Sphinx, fromdoc: str, doc: str, text: str,
 def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
     chapters = toc.chapters(app.srcdir)
     labels, rows, totals = _labels(app, chapters), [], [0.0, 0, 0.0]
+    r = rates(app.config.myst_substitutions)
     for doc in chapters:
         text = Path(app.env.doc2path(doc)).read_text(encoding="utf-8")
         counts, record = source_counts(text), internals.exec_data(app.env, doc)
-        minutes, runtime = reading_minutes(counts), record.get("runtime")
+        minutes, runtime = reading_minutes(counts, r), record.get("runtime")
         run = (f"{runtime:.0f} s" if isinstance(runtime, (int, float)) else "not executed") + (
             " (failed)" if record and not record.get("succeeded", True) else "")
-        for i, x in enumerate((minutes, lectures(minutes), runtime or 0.0)):
+        for i, x in enumerate((minutes, lectures(minutes, r), runtime or 0.0)):
             totals[i] += x
         number = ".".join(map(str, internals.numbers(app.env, doc)[1]))
         rows.append([para(page_link(app, fromdoc, doc, f"{number} {title(app, doc)}".strip())),
                      para(*_prerequisites(app, fromdoc, doc, text, labels)),
                      f"{math.ceil(minutes)} min ({counts['words']} words, {counts['equations']} "
                      f"equations, {counts['code_lines']} code lines)",
-                     str(lectures(minutes)), run])
+                     str(lectures(minutes, r)), run])
     rows.append([para(nodes.strong(text="The book")), "", f"{math.ceil(totals[0])} min",
                  str(totals[1]), f"{totals[2]:.0f} s"])
     return [table(["Chapter", "Prerequisites", "Reading time", "Lectures", "Run time"], rows,
@@ -176,5 +164,4 @@ def _homework(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
 def setup(app: Sphinx) -> dict[str, Any]:
     register_generated(app, {"figure-index": _figures, "exercise-index": _exercises,
                              "chapter-plan": _plan, "homework-exercises": _homework})
-    app.add_directive("reading-rates", ReadingRates)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

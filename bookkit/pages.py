@@ -1,11 +1,14 @@
 """What the generated pages share: tables, links to labels, lists made once all is read."""
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from docutils import nodes
 from docutils.nodes import make_id  # as Sphinx forms equation ids (lower case)
+from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
@@ -23,12 +26,14 @@ def para(*children: nodes.Node | str) -> nodes.paragraph:
     return p
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[nodes.Node | str]], widths: Sequence[int],
+def table(header: Sequence[str], rows: Sequence[Sequence[nodes.Node | str | list]],
+          widths: Sequence[int],
           classes: Sequence[str] = ("ledger-table",)) -> nodes.table:
-    """A table with a header row; a cell is a paragraph node, or text wrapped in one."""
+    """A table with a header row; a cell is a paragraph node, a list of nodes, or text."""
     group = nodes.tgroup("", *(nodes.colspec(colwidth=w) for w in widths), cols=len(header))
     group += nodes.thead("", nodes.row("", *(nodes.entry("", para(h)) for h in header)))
     group += nodes.tbody("", *(nodes.row("", *(
+        nodes.entry("", *c) if isinstance(c, list) else
         nodes.entry("", c if isinstance(c, nodes.paragraph) else para(c)) for c in cells))
         for cells in rows))
     return nodes.table("", group, classes=list(classes))
@@ -51,6 +56,12 @@ def number(numbers: Sequence[int]) -> str:
     return ".".join(map(str, numbers))
 
 
+def _title(app: Sphinx, doc: str, target: str, fromdoc: str) -> list[nodes.Node]:
+    """The title of the element ``target`` names in ``doc`` (an admonition's), or ``[]``."""
+    return next((borrowed(n.children, fromdoc) for n in app.env.get_doctree(doc).findall(
+        nodes.title) if target in n.parent["ids"]), [])
+
+
 def link(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
     """A link to a label with its number ("Theorem 3.2", "Equation (4.1)"), or ``None``."""
     env = app.env
@@ -70,10 +81,34 @@ def link(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
     if label in std.get("anonlabels", {}):
         doc, target = std["anonlabels"][label]
         got = internals.numbers(env, doc)[0].get("figure", {}).get(target)
-        text = (f"Figure {number(got)}" if got
-                else std.get("labels", {}).get(label, (None, None, ""))[2] or label)
-        return make_refnode(app.builder, fromdoc, doc, target, nodes.Text(text))
+        title = std.get("labels", {}).get(label, ("", "", ""))[2]
+        shown = ([nodes.Text(f"Figure {number(got)}")] if got else [nodes.Text(title)] if title
+                 else _title(app, doc, target, fromdoc) or [nodes.Text(label)])
+        return make_refnode(app.builder, fromdoc, doc, target, nodes.inline("", "", *shown))
     return None
+
+
+LABEL = re.compile(r"\b(?:eq|thm|prop|lem|cor|def|rem|fig|ex)-\d\d-[\w-]*\w")
+
+
+def linked(app: Sphinx, fromdoc: str, text: str) -> nodes.paragraph:
+    """``text`` with each book label in it a link to what it labels."""
+    out, end = para(), 0
+    for m in LABEL.finditer(text):
+        out += [nodes.Text(text[end:m.start()]), link(app, fromdoc, m[0]) or nodes.Text(m[0])]
+        end = m.end()
+    out += nodes.Text(text[end:])
+    return out
+
+
+def borrowed(children: Sequence[nodes.Node], fromdoc: str) -> list[nodes.Node]:
+    """Copies of another page's nodes for ``fromdoc``: no ids; references resolve from there."""
+    out = [c.deepcopy() for c in children]
+    for node in (n for c in out for n in c.findall(nodes.Element)):
+        node["ids"] = []
+        if isinstance(node, addnodes.pending_xref):
+            node["refdoc"] = fromdoc
+    return out
 
 
 def exercises(app: Sphinx) -> list[tuple[str, str, tuple[int, ...], str]]:
@@ -132,12 +167,15 @@ def register_generated(app: Sphinx, lists: dict[str, Render]) -> None:
         app.add_directive(name, type(f"Generated_{name}", (SphinxDirective,), {
             "run": lambda self, name=name: _placeholder(self, name)}))
 
-    def resolve(app: Sphinx, doctree: nodes.document, fromdoc: str) -> None:
-        for ph in list(doctree.findall(generated)):
-            if ph["kind"] in lists:
-                ph.replace_self(lists[ph["kind"]](app, fromdoc))
+    class Resolve(SphinxPostTransform):
+        default_priority = 5  # before Sphinx resolves the references that the lists hold
 
-    app.connect("doctree-resolved", resolve)
+        def run(self, **kwargs: Any) -> None:
+            for ph in list(self.document.findall(generated)):
+                if ph["kind"] in lists:
+                    ph.replace_self(lists[ph["kind"]](self.app, self.env.docname))
+
+    app.add_post_transform(Resolve)
     app.connect("env-get-outdated", lambda app, env, *a: sorted(store(env, DOCS)))
     keep_per_page(app, DOCS)
 

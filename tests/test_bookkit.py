@@ -17,10 +17,17 @@ import nbformat
 import pytest
 import yaml
 
-from bookkit.ledger import records
+from gmmlib.verdicts import MIME_TYPE
 
 ROOT = Path(__file__).resolve().parent.parent
 JB = Path(sys.executable).parent / "jupyter-book"
+
+
+def records(notebook) -> list[dict]:
+    """The check records an executed notebook carries, in order."""
+    return [out["data"][MIME_TYPE] for cell in notebook.cells for out in cell.get("outputs", [])
+            if MIME_TYPE in out.get("data", {})]
+
 
 CHAPTER = """\
 ---

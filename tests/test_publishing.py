@@ -676,14 +676,14 @@ def test_reading_time_counts_words_equations_and_shown_code():
     )
     counts = kit.source_counts(text)
     assert counts == {"words": 7, "equations": 1, "code_lines": 2}, counts
-    minutes = kit.reading_minutes(counts)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    r = kit.rates(config["parse"]["myst_substitutions"])  # stated there only
+    minutes = kit.reading_minutes(counts, r)
     assert minutes == pytest.approx(
-        7 / kit.WORDS_PER_MINUTE + kit.MINUTES_PER_EQUATION + 2 / kit.CODE_LINES_PER_MINUTE
+        7 / r["words_per_minute"] + r["minutes_per_equation"] + 2 / r["code_lines_per_minute"]
     )
-    assert (
-        kit.lectures(kit.MINUTES_PER_LECTURE) == 1
-        and kit.lectures(kit.MINUTES_PER_LECTURE + 1) == 2
-    )
+    assert kit.lectures(r["minutes_per_lecture"], r) == 1
+    assert kit.lectures(r["minutes_per_lecture"] + 1, r) == 2
 
 
 def test_citation_names_an_entity_that_bibtex_keeps_whole():
