@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,57 @@ def test_toolkit_numbers_read_as_chapter_zero():
     assert numbers[0] == "0.1", numbers[:3]
     figures = re.findall(r'<span class="caption-number">Fig(?:ure|\.) ([0-9.]+)', html)
     assert figures and figures[0] == "0.1", figures[:3]
+
+
+#: a book label as typed in the sources (``prop-01-exact``): the page should show its number
+LABEL_RE = re.compile(r"\b(?:eq|thm|prop|lem|cor|def|rem|fig|ex)-\d\d-[\w-]*\w")
+#: TeX that MathJax did not get: a command (``\kappa``) outside the page's maths
+TEX_RE = re.compile(r"\\[A-Za-z]{2,}")
+
+
+class _ReaderText(HTMLParser):
+    """The text a reader of the page sees as prose: no code, maths source, script or output."""
+
+    SKIP = {"script", "style", "pre", "code", "title"}
+    SKIP_CLASSES = {"math", "cell_output", "highlight"}
+    VOID = {"br", "img", "meta", "link", "input", "hr", "wbr", "source", "col"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[bool] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag not in self.VOID:
+            classes = set((dict(attrs).get("class") or "").split())
+            self.stack.append(tag in self.SKIP or bool(classes & self.SKIP_CLASSES))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not any(self.stack):
+            self.text.append(data)
+
+
+def test_no_raw_tex_or_label_in_the_prose_a_reader_sees():
+    """Every formula reaches MathJax and every label is shown as what it names ("Theorem 3.2"):
+    in the chapters, in the generated pages (figures, ledger, concordance) and in the alt text
+    of the figures. A line of a paragraph that starts with ``+`` or ``-`` inside ``$…$`` makes
+    a list and leaves the formula as raw TeX; a caption copied as text shows its labels."""
+    pages = [p for p in sorted((BUILD / "html" / "book").glob("*.html"))
+             if p.stem not in ("prf-prf", "genindex", "search")]
+    assert pages, "no built pages: run the build first"
+    bad = []
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        reader = _ReaderText()
+        reader.feed(html)
+        text = " ".join(" ".join(reader.text).split())
+        alts = " ".join(re.findall(r'<img[^>]*\balt="([^"]*)"', html))
+        for where, found in (("text", text), ("alt text", alts)):
+            for m in list(TEX_RE.finditer(found)) + list(LABEL_RE.finditer(found)):
+                bad.append(f"{page.name} ({where}): …{found[max(0, m.start() - 50):m.end() + 20]}…")
+    assert not bad, f"{len(bad)} raw TeX commands or labels shown to readers:\n" + "\n".join(
+        bad[:25])
