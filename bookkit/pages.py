@@ -176,6 +176,8 @@ def register_generated(app: Sphinx, lists: dict[str, Render]) -> None:
                     ph.replace_self(lists[ph["kind"]](self.app, self.env.docname))
 
     app.add_post_transform(Resolve)
+    # Sphinx loads MathJax on the pages it saw maths in when reading; a list's maths comes later
+    app.set_html_assets_policy("always")
     app.connect("env-get-outdated", lambda app, env, *a: sorted(store(env, DOCS)))
     keep_per_page(app, DOCS)
 
