@@ -161,7 +161,8 @@ TEX_RE = re.compile(r"\\[A-Za-z]{2,}|\$[^$]+\$")
 
 
 class _ReaderText(HTMLParser):
-    """The text a reader of the page sees as prose: no code, maths source, script or output."""
+    """The text a reader of the page sees as prose: no code, maths source, script or cell
+    output, but the captions of the figures that a cell draws."""
 
     SKIP = {"script", "style", "pre", "code", "title"}
     SKIP_CLASSES = {"math", "cell_output", "highlight"}
@@ -169,20 +170,21 @@ class _ReaderText(HTMLParser):
 
     def __init__(self) -> None:
         super().__init__()
-        self.stack: list[bool] = []
+        self.stack: list[bool | None] = []  # True: skipped; None: read (a caption); False: as above
         self.text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         if tag not in self.VOID:
             classes = set((dict(attrs).get("class") or "").split())
-            self.stack.append(tag in self.SKIP or bool(classes & self.SKIP_CLASSES))
+            skip = tag in self.SKIP or bool(classes & self.SKIP_CLASSES)
+            self.stack.append(True if skip else None if tag == "figcaption" else False)
 
     def handle_endtag(self, tag: str) -> None:
         if tag not in self.VOID and self.stack:
             self.stack.pop()
 
     def handle_data(self, data: str) -> None:
-        if not any(self.stack):
+        if next((s for s in reversed(self.stack) if s is not False), None) is None:
             self.text.append(data)
 
 
