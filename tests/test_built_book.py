@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bookkit.pages import LABEL  # a book label as typed (prop-01-exact): pages show its number
+
 from .conftest import chapter_sources, read_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,8 +156,6 @@ def test_toolkit_numbers_read_as_chapter_zero():
     assert figures and figures[0] == "0.1", figures[:3]
 
 
-#: a book label as typed in the sources (``prop-01-exact``): the page should show its number
-LABEL_RE = re.compile(r"\b(?:eq|thm|prop|lem|cor|def|rem|fig|ex)-\d\d-[\w-]*\w")
 #: TeX that MathJax did not get: a command (``\kappa``) or ``$…$`` outside the page's maths
 TEX_RE = re.compile(r"\\[A-Za-z]{2,}|\$[^$]+\$")
 
@@ -205,7 +205,7 @@ def test_no_raw_tex_or_label_in_the_prose_a_reader_sees():
         text = " ".join(" ".join(reader.text).split())
         alts = " ".join(re.findall(r'<img[^>]*\balt="([^"]*)"', html))
         for where, found in (("text", text), ("alt text", alts)):
-            for m in list(TEX_RE.finditer(found)) + list(LABEL_RE.finditer(found)):
+            for m in list(TEX_RE.finditer(found)) + list(LABEL.finditer(found)):
                 bad.append(f"{page.name} ({where}): …{found[max(0, m.start() - 50):m.end() + 20]}…")
     assert not bad, f"{len(bad)} raw TeX commands or labels shown to readers:\n" + "\n".join(
         bad[:25])
