@@ -9,10 +9,14 @@ writes, under ``<out>/NN_name/``:
   test, and ``autograder.zip``, which ``otter run`` and ``assignments/grade.py`` use);
 - ``controls/blank.ipynb`` and ``controls/near_miss.ipynb``: two submissions the grader must not
   give full marks: the student version untouched, and the reference solutions with each
-  question's plausible wrong answer (the cells tagged ``near-miss`` of the source) substituted.
+  question's plausible wrong answer (the cells tagged ``near-miss`` of the source) substituted;
+- ``controls/book_method.ipynb``: a submission that must get full marks: the reference solutions
+  with each question's answer as the book's own method computes it (the cells tagged
+  ``book-method``: a quadrature of the chapter's size, the chapter's grid), so that no hidden
+  tolerance is tighter than the method the book teaches.
 
-Cells tagged ``near-miss`` never reach Otter: they are taken out of the master before
-``otter assign`` and put back, after their question's solution, only in ``near_miss.ipynb``.
+Cells tagged ``near-miss`` or ``book-method`` never reach Otter: they are taken out of the master
+before ``otter assign`` and put back, after their question's solution, only in their control.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import nbformat
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 NEAR_MISS = "near-miss"
+BOOK_METHOD = "book-method"
+SUBSTITUTES = {NEAR_MISS: "near_miss", BOOK_METHOD: "book_method"}  # cell tag -> control name
 
 
 def sources(root: Path = HERE) -> list[Path]:
@@ -37,22 +43,26 @@ def sources(root: Path = HERE) -> list[Path]:
     return sorted(root.glob("[0-9][0-9]_*.py"))
 
 
-def split_master(source: Path) -> tuple[nbformat.NotebookNode, dict[str, list[str]]]:
-    """The master notebook without its near-miss cells, and those cells' code per question."""
+def split_master(source: Path,
+                 tag: str = NEAR_MISS) -> tuple[nbformat.NotebookNode, dict[str, list[str]]]:
+    """The master without its near-miss and book-method cells, and the code of the cells tagged
+    ``tag`` per question."""
     nb = jupytext.read(source)
-    question, near_misses, kept = None, {}, []
+    question, substitutes, kept = None, {}, []
     for cell in nb.cells:
         if cell.cell_type == "raw" and cell.source.lstrip().startswith("# BEGIN QUESTION"):
             found = re.search(r"^name:\s*(\S+)", cell.source, flags=re.MULTILINE)
             question = found.group(1) if found else None
-        if NEAR_MISS in cell.metadata.get("tags", []):
+        tags = set(cell.metadata.get("tags", [])) & set(SUBSTITUTES)
+        if tags:
             if question is None:
-                raise ValueError(f"{source.name}: a near-miss cell outside a question")
-            near_misses.setdefault(question, []).append(cell.source)
+                raise ValueError(f"{source.name}: a {tags.pop()} cell outside a question")
+            if tag in tags:
+                substitutes.setdefault(question, []).append(cell.source)
             continue
         kept.append(cell)
     nb.cells = kept
-    return nb, near_misses
+    return nb, substitutes
 
 
 def near_miss_submission(reference: nbformat.NotebookNode,
@@ -100,6 +110,8 @@ def build(source: Path, out: Path) -> Path:
     shutil.copy(dest / "student" / f"{name}.ipynb", controls / "blank.ipynb")
     reference = nbformat.read(dest / "autograder" / f"{name}.ipynb", as_version=4)
     nbformat.write(near_miss_submission(reference, near_misses), controls / "near_miss.ipynb")
+    _, book_methods = split_master(source, BOOK_METHOD)
+    nbformat.write(near_miss_submission(reference, book_methods), controls / "book_method.ipynb")
     return dest
 
 
