@@ -19,12 +19,14 @@ SETUP_CELL = """\
 try:
     import gmmlib
 except ImportError:  # only outside the repository
-    import importlib.util, subprocess, sys
+    import importlib.util
+    import subprocess
+    import sys
     REPO = "<URL>"
     REF = "<REF>"
     if sys.version_info < (3, 10):
         raise RuntimeError("gmmlib needs Python 3.10 or newer, not "
-                           + sys.version.split()[0])
+                           + sys.version.split()[0]) from None
     steps = [[f"gmmlib[book] @ git+{REPO}@{REF}"]]
     if importlib.util.find_spec("torch") is None:
         CPU = "https://download.pytorch.org/whl/cpu"  # not CUDA's GBs
@@ -37,9 +39,9 @@ except ImportError:  # only outside the repository
                 f"Installing failed: {' '.join(step)}\\n{run.stderr[-1500:]}\\n"
                 f"Check that the reference {REF} exists at {REPO}, that this "
                 "machine reaches the network, and that its Python is 3.10 or "
-                "newer; then run this cell again.")
+                "newer; then run this cell again.") from None
     importlib.invalidate_caches()  # see the package installed a moment ago
-    import gmmlib"""
+    import gmmlib  # noqa: F401"""
 
 
 def read_version(root: Path = ROOT) -> str:
