@@ -492,7 +492,7 @@ def live_sliders(
     The ``ipywidgets.interactive`` widget (not yet displayed: the cell shows it) in a live
     notebook (Jupyter, Colab, Binder);
     ``None`` when ``GMMLIB_HEADLESS`` is set, as it is in every kernel that the book's build,
-    ``make bench``/``stress``/``seeds`` and ``scripts/run_notebook.py`` start. There no front
+    ``make bench``/``stress``/``seeds`` and ``python -m bookkit run`` start. There no front
     end is attached: a widget has nobody to talk to, and nbclient's stand-in for its Output
     widget sends messages on the kernel's shell channel while the cell's reply is awaited on
     the same socket, which loses the reply's wake-up in about one widget cell in 70 (the
