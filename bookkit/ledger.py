@@ -8,13 +8,14 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
 from bookkit import internals
 from bookkit.pages import (keep_per_page, link, linked, merged, page_link, para,
                            register_generated, store, table, title, warn)
-from gmmlib.checks import MAX_DETECTABLE, MIME_TYPE
+from gmmlib.verdicts import MAX_DETECTABLE, MIME_TYPE, RECORD_SCHEMA
 
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
 CHECKS, UNCHECKED = "ledger_checks", "ledger_unchecked"
@@ -34,7 +35,13 @@ class CheckRecords:
     def handle_mime(renderer: Any, data: Any, inline: bool) -> list[nodes.Element] | None:
         if data.mime_type != MIME_TYPE or inline:
             return None
-        return [check_record(record=json.loads(json.dumps(data.content)))]  # a plain dict
+        record = json.loads(json.dumps(data.content))  # a plain dict
+        if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
+            found = record.get("schema", 1) if isinstance(record, dict) else "?"
+            raise ExtensionError(
+                f"a check's record has schema {found}, this gmmlib writes {RECORD_SCHEMA}: the "
+                "executed outputs come from another gmmlib (a cached build); run make book-fresh")
+        return [check_record(record=record)]
 
 
 def _collect(app: Sphinx, doctree: nodes.document) -> None:

@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from .evidence import Estimate, format_number, numeric_array
+from .comparisons import Bound, Close, Comparison, WithinSE
+from .evidence import Estimate, numeric_array
 from .evidence import converged_quadrature as converged_quadrature
 from .evidence import monte_carlo_mean as monte_carlo_mean
 from .evidence import replicate_mean_se as replicate_mean_se
@@ -54,23 +55,13 @@ from .verdicts import MIME_TYPE as MIME_TYPE
 from .verdicts import CheckFailed as CheckFailed
 from .verdicts import CheckResult as CheckResult
 from .verdicts import Control as Control
+from .glue import glue as glue
 from .verdicts import show
 
 # The evidence a check compares with (Estimate and the functions that make one) is defined in
 # gmmlib.evidence, what a check produces (Control, CheckResult, ...) in gmmlib.verdicts; both
 # are imported here too, so that a chapter takes every check tool from here.
-__all__ = ["Ledger", "glue"]
-
-def _scalar(x: Any, name: str) -> float:
-    arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64)
-    if arr.size != 1:
-        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
-    return float(arr.reshape(()))
-
-
-def _fmt_ref(x: float) -> str:
-    """A number that follows a minus sign: negative ones in parentheses."""
-    return f"({format_number(x)})" if x < 0 else format_number(x)
+__all__ = ["Ledger"]
 
 
 def _controls(control: Any) -> list[Control]:
@@ -85,6 +76,12 @@ def _controls(control: Any) -> list[Control]:
     return items
 
 
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string")
+    return value
+
+
 @dataclass
 class Ledger:
     """The checks of one chapter.
@@ -94,6 +91,9 @@ class Ledger:
     :class:`Estimate` from quadrature, Monte Carlo, training or another library, or a number
     with an explicit tolerance). Controls replace the claim by default. A check displays its
     one-line verdict, records it, and returns nothing; ``entries`` holds the results.
+
+    Each kind of check builds a :class:`~gmmlib.comparisons.Comparison` and hands it to
+    :meth:`check`, which runs the claim, the controls, the power and the record alike.
 
     Parameters
     ----------
@@ -118,6 +118,35 @@ class Ledger:
         if not self.entries:
             raise IndexError("no check has been recorded yet")
         return self.entries[-1]
+
+    def check(self, comparison: Comparison, *, claim: str, what: str, method: Any, why: Any,
+              control: Control | list[Control] | None = None) -> None:
+        """Run one check: the claim through ``comparison``, each control through the same test,
+        the power of a random check against :data:`MAX_DETECTABLE`; record and show the
+        verdict, and raise :class:`CheckFailed` if it does not hold."""
+        controls = _controls(control)
+        self._need_control(controls)
+        out = comparison.outcome()
+        recorded = []
+        for c in controls:
+            side = c.replaces or "value"
+            if side not in comparison.sides:
+                raise ValueError(
+                    f"control {c.name!r}: this check can replace "
+                    f"{' or '.join(map(repr, comparison.sides))}, not {side!r}")
+            wrong = np.broadcast_to(numeric_array(c.value, f"control {c.name!r}"),
+                                    comparison.shape)
+            rejected, shown, margin = comparison.reject(side, wrong)
+            recorded.append({"name": c.name, "replaces": side, "value": shown,
+                             "rejected": bool(rejected), "margin": margin})
+        powerful = out.detectable is None or out.detectable <= MAX_DETECTABLE
+        text = out.comparison + (f"; detects a {out.detectable:.1%} error"
+                                 if out.detectable is not None else "")
+        self._record(CheckResult(
+            self.chapter, _text(claim, "claim"), _text(what, "what"), out.value, out.reference,
+            out.error, out.tolerance, text, _text(method, "method"), _text(why, "why"),
+            out.passed and powerful and all(c["rejected"] for c in recorded), out.n_compared,
+            tuple(recorded), detectable=out.detectable))
 
     def _record(self, result: CheckResult) -> None:
         result = CheckResult(**{**asdict(result), "index": len(self.entries) + 1})
@@ -157,101 +186,6 @@ class Ledger:
                 "prediction) that the same comparison must reject"
             )
 
-    @staticmethod
-    def _text(value: Any, name: str) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{name} must be a non-empty string")
-        return value
-
-    @staticmethod
-    def _apply_controls(
-        controls: list[Control], sides: tuple[str, ...], shape: tuple, run: Any
-    ) -> list[dict[str, Any]]:
-        """Apply the check's own test to each control.
-
-        ``run(side, wrong)`` returns ``(rejected, value, margin)``.
-        """
-        recorded = []
-        for c in controls:
-            side = c.replaces or "value"
-            if side not in sides:
-                raise ValueError(
-                    f"control {c.name!r}: this check can replace {' or '.join(map(repr, sides))}, "
-                    f"not {side!r}"
-                )
-            wrong = np.broadcast_to(numeric_array(c.value, f"control {c.name!r}"), shape)
-            rejected, shown, margin = run(side, wrong)
-            recorded.append(
-                {
-                    "name": c.name,
-                    "replaces": side,
-                    "value": shown,
-                    "rejected": bool(rejected),
-                    "margin": margin,
-                }
-            )
-        return recorded
-
-    def _finish(
-        self,
-        claim: str,
-        what: str,
-        method: Any,
-        why: Any,
-        passed: bool,
-        value: float,
-        reference: float,
-        error: float,
-        tolerance: float,
-        comparison: str,
-        n: int,
-        recorded: list[dict[str, Any]],
-        detectable: float | None = None,
-    ) -> None:
-        powerful = detectable is None or detectable <= MAX_DETECTABLE
-        if detectable is not None:
-            comparison += f"; detects a {detectable:.1%} error"
-        self._record(
-            CheckResult(
-                self.chapter,
-                self._text(claim, "claim"),
-                self._text(what, "what"),
-                value,
-                reference,
-                error,
-                tolerance,
-                comparison,
-                self._text(method, "method"),
-                self._text(why, "why"),
-                passed and powerful and all(c["rejected"] for c in recorded),
-                n,
-                tuple(recorded),
-                detectable=detectable,
-            )
-        )
-
-    @staticmethod
-    def _detectable(
-        value: np.ndarray, evidence: np.ndarray, half_width: np.ndarray, scale: Any
-    ) -> float:
-        r"""The smallest relative error of the claim this check rejects in its weakest direction.
-
-        A claim moved by :math:`\delta` passes while :math:`|v + \delta - e| \le w`, so in the
-        worst direction it takes :math:`|\delta| > w + |v - e|`; relative to the claim's size
-        (or to ``scale`` when the claim is 0), worst entry.
-        """
-        size = (
-            np.abs(value)
-            if scale is None
-            else np.broadcast_to(numeric_array(scale, "scale"), value.shape)
-        )
-        if np.any(size <= 0):
-            raise ValueError(
-                "the claim is 0 somewhere: give scale= (the size of the quantity) so that the "
-                "check can state the relative error it detects"
-            )
-        return float(np.max((half_width + np.abs(value - evidence)) / size))
-
     # ------------------------------------------------------------------ checks
     def close(
         self,
@@ -276,68 +210,11 @@ class Ledger:
         (``scale`` is the quantity's size where the claim is 0). The entry records the worst
         entry; a control replaces ``value`` (or ``reference``) in the same test.
         """
-        controls = _controls(control)
-        self._need_control(controls)
+        self._need_control(_controls(control))
         est = reference if isinstance(reference, Estimate) else None
-        v, r = numeric_array(value, "value"), numeric_array(reference, "reference")
-        if v.shape != r.shape:
-            raise ValueError(
-                f"value and reference must have the same shape, got {v.shape} and {r.shape}"
-            )
-        if v.size == 0:
-            raise ValueError("value must not be empty")
-        atol = 0.0 if atol is None else float(atol)
-        extra = (
-            np.broadcast_to(np.asarray(est.error, dtype=np.float64), r.shape)
-            if est is not None
-            else 0.0
-        )
-        if atol < 0 or rtol < 0 or (atol == 0 and rtol == 0 and est is None):
-            raise ValueError(
-                "give a positive atol and/or rtol (or an Estimate as reference): "
-                "a check needs a tolerance"
-            )
-
-        def test(vv: np.ndarray, rr: np.ndarray) -> tuple[bool, int, np.ndarray, np.ndarray]:
-            bound = atol + rtol * np.abs(rr) + extra
-            excess = np.abs(vv - rr) - bound
-            excess = np.where(np.isfinite(excess), excess, np.inf)
-            return bool(np.all(excess <= 0)), int(np.argmax(excess)), bound, np.abs(vv - rr)
-
-        passed, i, bound, _ = test(v, r)
-        vi, ri = float(v.flat[i]), float(r.flat[i])
-        err, tol = abs(vi - ri), float(bound.flat[i])
-        where = f" (worst of {v.size})" if v.size > 1 else ""
-        sign = "≤" if passed else ">"
-        comparison = (f"|{format_number(vi)} − {_fmt_ref(ri)}| = {format_number(err)} {sign} "
-                      f"{format_number(tol)}{where}")
-
-        def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
-            ok, j, b, d = test(w, r) if side == "value" else test(v, w)
-            ratio = float(np.max(np.where(b > 0, d / np.where(b > 0, b, 1), np.inf)))
-            return not ok, float(w.flat[j]), f"error {format_number(ratio)}× the tolerance"
-
-        recorded = self._apply_controls(controls, ("value", "reference"), v.shape, run)
-        detectable = (
-            self._detectable(v, r, np.broadcast_to(bound, v.shape), scale)
-            if est is not None and est.se is not None
-            else None
-        )
-        self._finish(
-            claim,
-            what,
-            method or (est.method if est else None),
-            why or (est.why if est else None),
-            passed,
-            vi,
-            ri,
-            err,
-            tol,
-            comparison,
-            int(v.size),
-            recorded,
-            detectable,
-        )
+        self.check(Close(value, reference, atol, rtol, scale), claim=claim, what=what,
+                   method=method or (est.method if est else None),
+                   why=why or (est.why if est else None), control=control)
 
     def within_se(
         self,
@@ -365,8 +242,7 @@ class Ledger:
         ``scale`` where the claim is 0) and fails above :data:`MAX_DETECTABLE`. A control
         replaces ``value`` by default.
         """
-        controls = _controls(control)
-        self._need_control(controls)
+        self._need_control(_controls(control))
         if isinstance(value, Estimate) and not isinstance(estimate, Estimate):
             raise TypeError(
                 "within_se takes the claim first and the random Estimate second: "
@@ -386,118 +262,9 @@ class Ledger:
                 "within_se needs se (or an Estimate with a standard error as the estimate)"
             )
         k = 4.0 if k is None else float(k)
-        v, est = numeric_array(value, "value"), numeric_array(estimate, "estimate")
-        if v.shape != est.shape:
-            raise ValueError(
-                f"value and estimate must have the same shape, got {v.shape} and {est.shape}"
-            )
-        s = np.broadcast_to(numeric_array(se, "se"), est.shape)
-        if np.any(~np.isfinite(s)) or np.any(s <= 0):
-            raise ValueError("se must be positive and finite")
-        if k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
-
-        def zscores(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            z = np.abs(a - b) / s
-            return np.where(np.isfinite(z), z, np.inf)
-
-        z = zscores(v, est)
-        i = int(np.argmax(z))
-        vi, ei, si = float(v.flat[i]), float(est.flat[i]), float(s.flat[i])
-        passed = bool(np.all(z <= k))
-        where = f" (worst of {v.size})" if v.size > 1 else ""
-        comparison = (
-            f"|{format_number(vi)} − {_fmt_ref(ei)}| = {float(z.flat[i]):.2f} se "
-            f"{'≤' if passed else '>'} {k:.3g} se (se = {format_number(si)}){where}"
-        )
-
-        def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
-            zc = zscores(w, est) if side == "value" else zscores(v, w)
-            zmax = float(np.max(zc))
-            margin = (
-                f"at {zmax:.3g} se > {k:.3g} se" if zmax > k else f"only {zmax:.3g} se ≤ {k:.3g} se"
-            )
-            return bool(np.any(zc > k)), float(w.flat[int(np.argmax(zc))]), margin
-
-        recorded = self._apply_controls(controls, ("value", "reference"), v.shape, run)
-        detectable = self._detectable(v, est, k * s, scale)
-        self._finish(
-            claim,
-            what,
-            method,
-            why or f"{k:g} standard errors of the estimate",
-            passed,
-            vi,
-            ei,
-            abs(vi - ei),
-            k * si,
-            comparison,
-            int(v.size),
-            recorded,
-            detectable,
-        )
-
-    def _bound(
-        self,
-        value: Any,
-        bound: Any,
-        sign: float,
-        claim: str,
-        what: str,
-        method: str,
-        why: str,
-        control: Any,
-    ) -> None:
-        """Check ``sign * (v_i - b_i) <= 0`` for every entry; ``sign = 1`` for ≤, ``-1`` for ≥."""
-        controls = _controls(control)
-        self._need_control(controls)
-        v = numeric_array(value, "value")
-        b = np.broadcast_to(numeric_array(bound, "bound"), v.shape)
-        if v.size == 0:
-            raise ValueError("value must not be empty")
-
-        def gaps(vv: np.ndarray, bb: np.ndarray) -> np.ndarray:
-            g = sign * (vv - bb)
-            return np.where(np.isfinite(g), g, np.inf)
-
-        gap = gaps(v, b)
-        i = int(np.argmax(gap))
-        vi, bi = float(v.flat[i]), float(b.flat[i])
-        passed = bool(np.all(gap <= 0))
-        where = f" (worst of {v.size})" if v.size > 1 else ""
-        ok, bad = ("≤", ">") if sign > 0 else ("≥", "<")
-        comparison = f"{format_number(vi)} {ok if passed else bad} {format_number(bi)}{where}"
-
-        def run(side: str, w: np.ndarray) -> tuple[bool, float, str]:
-            g = gaps(w, b) if side == "value" else gaps(v, w)
-            j = int(np.argmax(g))
-            wv, wb = (
-                (float(w.flat[j]), float(b.flat[j]))
-                if side == "value"
-                else (float(v.flat[j]), float(w.flat[j]))
-            )
-            rejected = bool(np.any(g > 0))
-            return (
-                rejected,
-                float(w.flat[j]),
-                f"{format_number(wv)} {bad if rejected else ok} {format_number(wb)}",
-            )
-
-        recorded = self._apply_controls(controls, ("value", "bound"), v.shape, run)
-        self._finish(
-            claim,
-            what,
-            method,
-            why,
-            passed,
-            vi,
-            bi,
-            max(sign * (vi - bi), 0.0),
-            bi,
-            comparison,
-            int(v.size),
-            recorded,
-        )
+        self.check(WithinSE(value, estimate, se, k, scale), claim=claim, what=what,
+                   method=method, why=why or f"{k:g} standard errors of the estimate",
+                   control=control)
 
     def below(
         self,
@@ -515,7 +282,9 @@ class Ledger:
         The control's wrong answer replaces ``value`` (its error, its risk, …) by default,
         or ``bound`` with ``replaces="bound"``; it must violate the inequality somewhere.
         """
-        self._bound(value, bound, 1.0, claim, what, method, why, control)
+        self._need_control(_controls(control))
+        self.check(Bound(value, bound, 1.0), claim=claim, what=what, method=method, why=why,
+                   control=control)
 
     def above(
         self,
@@ -532,7 +301,9 @@ class Ledger:
 
         The control's wrong answer replaces ``value`` by default, or ``bound``.
         """
-        self._bound(value, bound, -1.0, claim, what, method, why, control)
+        self._need_control(_controls(control))
+        self.check(Bound(value, bound, -1.0), claim=claim, what=what, method=method, why=why,
+                   control=control)
 
     def summary(self) -> str:
         """A two-line count of this chapter's checks and of the wrong answers they rejected."""
@@ -546,22 +317,3 @@ class Ledger:
             f"{self.chapter}: {n_ok}/{len(self.entries)} checks passed, covering {claims} claims;\n"
             f"{n_rejected}/{n_controls} negative controls rejected"
         )
-
-
-def glue(name: str, value: Any) -> None:
-    r"""Make a computed number available to the text as ``{glue:text}`name:.3g```.
-
-    A thin wrapper of myst-nb's ``glue`` (``display=False``): numpy scalars become plain
-    Python numbers, so that the role's format specification applies. Outside the book's
-    build (Colab, Binder without myst-nb) it does nothing: the number is in the cell's output.
-    """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string")
-    arr = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
-    if arr.ndim == 0 and arr.dtype.kind in "biuf":
-        value = int(arr) if arr.dtype.kind in "biu" else float(arr)
-    try:
-        from myst_nb import glue as _myst_glue
-    except ImportError:  # pragma: no cover - outside the book's build
-        return
-    _myst_glue(name, value, display=False)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = ["CheckFailed", "CheckResult", "Control", "LEDGER_PAGE", "MAX_DETECTABLE", "MIME_TYPE",
-           "show"]
+           "RECORD_SCHEMA", "show"]
 
 #: A check from random draws must detect a relative error of the claim this large (10 %).
 MAX_DETECTABLE = 0.10
@@ -20,6 +20,10 @@ MAX_DETECTABLE = 0.10
 LEDGER_PAGE = "ledger.html"
 #: The MIME type of a check's record in its cell's output (:meth:`CheckResult.record`, JSON).
 MIME_TYPE = "application/vnd.gmmlib.check+json"
+#: The version of that record's fields (its ``schema`` key). Raise it whenever a field of
+#: :class:`CheckResult` or of a control's entry is added, renamed or removed: the book's build
+#: then refuses notebooks executed with another gmmlib (a cached build) in one line.
+RECORD_SCHEMA = 2
 
 
 class CheckFailed(AssertionError):
@@ -116,8 +120,10 @@ class CheckResult:
         return self.verdict()
 
     def record(self) -> dict[str, Any]:
-        """The ledger's entry for this check: a JSON object (what ``ledger.json`` lists)."""
-        return {**asdict(self), "controls": [dict(c) for c in self.controls]}
+        """The ledger's entry for this check: a JSON object (what ``ledger.json`` lists), with the
+        version of its fields as ``schema`` (:data:`RECORD_SCHEMA`)."""
+        return {"schema": RECORD_SCHEMA, **asdict(self),
+                "controls": [dict(c) for c in self.controls]}
 
 
 class _Shown:

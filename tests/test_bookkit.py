@@ -181,3 +181,30 @@ def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
     record = internals.exec_data(env, "page")
     assert record["succeeded"] is True and record["runtime"] >= 0, \
         f"myst-nb {version('myst-nb')}: the execution record"
+
+
+def test_a_record_from_another_gmmlib_is_refused_in_one_line():
+    """A cached notebook executed with another gmmlib carries an older record (no ``schema``,
+    or another): the build stops with one line that says to run make book-fresh."""
+    from types import SimpleNamespace
+
+    from sphinx.errors import ExtensionError
+
+    from bookkit.ledger import CheckRecords
+    from gmmlib.checks import Control, Ledger
+    from gmmlib.verdicts import RECORD_SCHEMA
+
+    led = Ledger("99_test")
+    led.close(1.0, 1.0, atol=1e-9, claim="eq-x", what="w", method="m", why="y",
+              control=Control("off by one", 2.0))
+    record = led.last.record()
+    assert record["schema"] == RECORD_SCHEMA
+    nodes = CheckRecords.handle_mime(None, SimpleNamespace(mime_type=MIME_TYPE, content=record),
+                                     False)
+    assert nodes[0]["record"] == record
+    old = {k: v for k, v in record.items() if k != "schema"}
+    for stale in (old, {**record, "schema": RECORD_SCHEMA + 1}):
+        with pytest.raises(ExtensionError, match="make book-fresh") as info:
+            CheckRecords.handle_mime(None, SimpleNamespace(mime_type=MIME_TYPE, content=stale),
+                                     False)
+        assert "\n" not in str(info.value)
