@@ -32,7 +32,7 @@ help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  make %-13s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt $(LOCK) pyproject.toml
+$(STAMP): requirements.txt $(LOCK) pyproject.toml bookkit/pyproject.toml
 	@test -x $(PY) || { command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found:" \
 	  "install Python 3.11 (README, 'Set up') or run make with PYTHON=/path/to/python3.11" >&2; exit 1; }; \
 	  $(PYTHON) -m venv $(VENV); }

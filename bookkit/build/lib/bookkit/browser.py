@@ -1,0 +1,118 @@
+"""The built book in headless Chromium, offline (MathJax from its wheel): the browser tests, PDF."""
+
+import contextlib
+import functools
+import http.server
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+from . import toc
+
+
+def chromium_path() -> str | None:
+    """The system's Chromium (Debian's ``chromium``), or ``None``."""
+    names = ("chromium", "chromium-browser", "google-chrome")
+    return next(filter(None, map(shutil.which, names)), None)
+
+
+@contextlib.contextmanager
+def serve(folder: Path):
+    """Serve ``folder`` over HTTP on the loopback interface; yields the base URL."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def browser_page(width: int = 1280, height: int = 1600, color_scheme: str = "light"):
+    """A Playwright page in headless Chromium (``color_scheme``: the reader's preference)."""
+    import mathjax  # the django-static-mathjax wheel
+    from playwright.sync_api import sync_playwright
+
+    exe, es5 = chromium_path(), Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    if exe is None:
+        raise FileNotFoundError("no Chromium on this machine (apt-get install chromium)")
+
+    def mathjax_file(route):
+        path = es5 / route.request.url.split("/es5/", 1)[1].split("?", 1)[0]
+        route.fulfill(path=str(path)) if path.is_file() else route.fulfill(status=404, body="")
+
+    def only_local(route):
+        local = ("http://127.0.0.1", "file:", "data:", "blob:", "about:")
+        route.continue_() if route.request.url.startswith(local) else route.abort()
+
+    with sync_playwright() as p:  # CI's container gives /dev/shm 64 MB: too little
+        browser = p.chromium.launch(executable_path=exe, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage"])
+        try:
+            context = browser.new_context(viewport={"width": width, "height": height},
+                                          color_scheme=color_scheme)
+            context.route("**/*", only_local)
+            context.route("**/npm/mathjax@3/es5/**", mathjax_file)  # the last route wins
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def wait_for_math(page, timeout_ms: int = 30_000) -> bool:
+    """Wait until MathJax has typeset the page; ``False`` if the page loads no MathJax."""
+    if not page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
+        return False
+    page.wait_for_function("() => window.MathJax?.startup?.promise", timeout=timeout_ms)
+    page.evaluate("() => MathJax.startup.promise")
+    return True
+
+
+# every page's article in one document, typeset, solutions open, images loaded
+ASSEMBLE = """async (pages) => {
+  const parts = await Promise.all(pages.map(async (page) => {
+    const html = await (await fetch(page + '.html')).text();
+    const doc = new DOMParser().parseFromString(html, 'text/html');
+    const body = doc.querySelector('article.bd-article').innerHTML;
+    return `<section class="book-part">${body}</section>`;
+  }));
+  document.querySelector('article.bd-article').innerHTML = parts.join('\\n');
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  MathJax.typesetClear();
+  await MathJax.typesetPromise();
+  await Promise.all([...document.images].map(i => {
+    i.loading = 'eager'; return i.decode().catch(() => null); }));
+  return document.querySelectorAll('mjx-container').length;
+}"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``make pdf``: the built book but its API and execution pages as A4 ``book.pdf``."""
+    html, out = toc.ROOT / "_build" / "html", toc.ROOT / "_build" / "pdf" / "book.pdf"
+    pages = [p for p in toc.pages() if toc.name(p) not in ("api", "exec_status")]
+    missing = [p for p in pages if not (html / f"{p}.html").is_file()]
+    if missing:
+        print(f"error: not in _build/html: {missing} (run `make book`)", file=sys.stderr)
+        return 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    first = toc.chapters()[0]  # a chapter has mathematics: MathJax loads
+    with serve(html) as base, browser_page(width=1100, height=1400) as page:
+        page.goto(f"{base}/{first}.html", wait_until="load")
+        wait_for_math(page, timeout_ms=120_000)
+        n_math = page.evaluate(ASSEMBLE, [toc.name(p) for p in pages])
+        page.emulate_media(media="print")
+        page.pdf(path=str(out), format="A4", print_background=True, scale=0.78,
+                 margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},
+                 display_header_footer=True, header_template="<span></span>",
+                 footer_template='<div style="font-size:8px;width:100%;text-align:center;">'
+                 '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+    print(f"wrote {out}: {len(pages)} pages, {n_math} formulas")
+    return 0

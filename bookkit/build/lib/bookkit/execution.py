@@ -1,0 +1,65 @@
+"""How the chapters execute: cache or force, the students' edition, headless kernels, tracebacks."""
+
+import os
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ExtensionError
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+from bookkit import internals
+from bookkit.run import first_line
+from gmmlib.plotting import HEADLESS_ENV
+
+
+def students_edition() -> bool:
+    """Whether this build is the students' edition (``BOOK_STUDENTS`` set and not ``0``)."""
+    return os.environ.get("BOOK_STUDENTS", "").strip() not in ("", "0")
+
+
+def _configure(app: Sphinx, config: Config) -> None:
+    """``BOOK_EXECUTE=cache`` (``make book``): myst-nb's mode, one cache for every variant."""
+    mode = os.environ.get("BOOK_EXECUTE", "").strip()
+    if mode:
+        config.nb_execution_mode = mode
+        config.nb_execution_cache_path = str(Path(app.srcdir) / "_build" / ".jupyter_cache")
+
+
+class RemoveSolutions(SphinxPostTransform):
+    """The students' edition: no solution (``hide_solutions`` crashes on one holding code)."""
+
+    default_priority = 50
+
+    def run(self, **kwargs: Any) -> None:
+        solutions = internals.solution_nodes() if students_edition() else ()
+        for node in list(self.document.findall(lambda n: isinstance(n, solutions))):
+            node.parent.remove(node)
+
+
+def _error_outputs(app: Sphinx, doctree: nodes.document) -> None:
+    """A cell that replied "ok" with a traceback as output fails the build, naming the cell."""
+    for block in doctree.findall(nodes.literal_block):
+        cell = block.parent
+        while cell is not None and cell.get("nb_element") != "cell_code":
+            cell = cell.parent
+        if "traceback" not in block["classes"] or cell is None:
+            continue
+        source = next((n.astext() for n in cell.findall(nodes.literal_block)
+                       if n.parent.get("nb_element") == "cell_code_source"), "")
+        error = next((ln for ln in reversed(block.astext().splitlines()) if ln.strip()), "")
+        raise ExtensionError(
+            f"{app.env.doc2path(app.env.docname, False)}, cell {cell.get('cell_index')} "
+            f"(`{first_line(source)}`): its output shows an error: {first_line(error, 200)}")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    # myst-nb's and jupyter-cache's kernels inherit this process's environment (neither offers
+    # a kernel environment): headless, gmmlib makes no widget, whose messages stalled executions
+    os.environ[HEADLESS_ENV] = "1"
+    app.connect("config-inited", _configure, priority=900)
+    app.add_post_transform(RemoveSolutions)
+    app.connect("doctree-read", _error_outputs)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

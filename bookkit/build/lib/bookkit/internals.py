@@ -1,0 +1,64 @@
+"""The undocumented internals the build reads: one function each, guarded by test_bookkit.py."""
+
+import functools
+from importlib.metadata import version
+from typing import Any
+
+
+class InternalsChanged(RuntimeError):
+    """An internal that the book reads is not where or what it was (after an upgrade)."""
+
+
+def _reads(package: str, what: str):
+    """A failure to read ``what`` raises :class:`InternalsChanged` naming ``package``'s version."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def guarded(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except (AttributeError, ImportError, KeyError, TypeError) as exc:
+                raise InternalsChanged(f"{package} {version(package)}: {what} changed "
+                                       "(bookkit.internals)") from exc
+        return guarded
+    return wrap
+
+
+@_reads("sphinx", "env.toc_fignumbers / env.toc_secnumbers")
+def numbers(env: Any, doc: str) -> tuple[dict[str, dict[str, tuple[int, ...]]], tuple[int, ...]]:
+    """Sphinx: a page's live ``{figtype: {id: (3, 2)}}`` and its section number (``()``: none)."""
+    return env.toc_fignumbers.get(doc, {}), tuple(env.toc_secnumbers.get(doc, {}).get("", ()))
+
+
+@_reads("sphinx-proof", "env.proof_list")
+def proofs(env: Any) -> dict[str, dict[str, str]]:
+    """sphinx-proof: every statement ``{label: {docname, kind, countertype}}``."""
+    return {label: {"docname": i["docname"], "countertype": i["countertype"],
+                    "kind": i["realtype"].split(":")[-1]}
+            for label, i in getattr(env, "proof_list", {}).items()}
+
+
+@_reads("sphinx-exercise", "env.sphinx_exercise_registry")
+def exercises(env: Any) -> list[dict[str, Any]]:
+    """sphinx-exercise: every exercise ``{label, docname, title}`` (its registry)."""
+    from sphinx_exercise.nodes import exercise_subtitle
+
+    return [{"label": label, "docname": i["docname"], "title": next(
+                (n.astext().strip() for n in i["node"].findall(exercise_subtitle)), "")}
+            for label, i in getattr(env, "sphinx_exercise_registry", {}).items()
+            if i["type"] == "exercise"]
+
+
+@_reads("sphinx-exercise", "sphinx_exercise.nodes")
+def solution_nodes() -> tuple[type, ...]:
+    """sphinx-exercise: the node classes of ``{solution}`` and ``{solution-start}``."""
+    from sphinx_exercise.nodes import solution_node, solution_start_node
+
+    return solution_node, solution_start_node
+
+
+@_reads("myst-nb", "NbMetadataCollector.get_exec_data")
+def exec_data(env: Any, doc: str) -> dict[str, Any]:
+    """myst-nb: a page's execution record (``runtime`` in s, ``succeeded``) or ``{}``."""
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    return dict(NbMetadataCollector.get_exec_data(env, doc) or {})

@@ -1,0 +1,70 @@
+"""gmmlib: the helper package of the book *Softmax Attention on Gaussian Mixtures*.
+
+Every formula the book uses lives here once; the chapters import it.
+
+Modules
+-------
+mixtures   : :class:`GaussianMixture` (sampling, densities, posteriors, exponential tilting)
+attention  : finite-prompt softmax and linear attention; the head and prompt-batch types
+attention_torch : the trainable torch twin of a head (AttentionHead)
+limits     : the infinite-prompt operators in closed form and the finite-prompt error law
+quadrature : Gauss–Hermite expectations under Gaussians and mixtures
+regression : in-context linear regression (Chapter 2)
+selection  : query-dependent selection: alignments, multi-class and XOR tasks (Chapters 3, 7)
+classification : Bayes scores; accuracies of linear, sign and cone rules in closed form (Ch. 7)
+lda        : classification with one head: the task, the predictor, the risk (Chapters 4–6)
+lda_landscape : its landmarks: the best linear rule, the minimisers, zeta_rho (Chapters 4–6)
+lda_dynamics : its gradient flow, population descent, SGD chains and their floors (Chapter 6)
+lda_torch  : torch versions (autograd reference risk, LDABlocksModule) for Chapters 5 and 6
+denoising  : the Bayes denoiser, its risks, the best linear/affine maps, its iterates (Ch. 8–9)
+denoising_heads : heads that denoise: two-/one-head, residual, key-bias constructions (Ch. 8, 10)
+head_training : a sum of heads fitted on the infinite prompt: online SGD, L-BFGS (Chapter 8)
+checks     : the ledger of numerical checks behind every claim, with their negative controls
+evidence   : what a check compares with: quadrature, Richardson, Monte Carlo, with their errors
+seeding    : one base seed for the book and named random streams
+training   : the one training loop (torch autograd on sampled batches, ``sample(batch_size, rng)``)
+records    : what solvers return: Trajectory (a solved gradient flow), History (a training run)
+plotting   : the book's figure style and shared plots
+
+Every name is documented in the module that defines it. Conventions: the generator is ``rng`` (last
+among the positional arguments), a head's parameters are ``U, V`` side by side (``f(..., *head)``).
+"""
+
+from importlib import import_module
+from typing import Any
+
+# The public names load their module on first use (PEP 562), so that `import gmmlib` (and the
+# runners, which read a constant of gmmlib.plotting) does not pay for torch until it is needed.
+_PUBLIC = {
+    "GaussianMixture": "mixtures",
+    "softmax_attention": "attention",
+    "linear_attention": "attention",
+    "softmax_attention_limit": "limits",
+    "linear_attention_limit": "limits",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gmmlib' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
+
+
+__all__ = [
+    "GaussianMixture",
+    "softmax_attention",
+    "linear_attention",
+    "softmax_attention_limit",
+    "linear_attention_limit",
+]
+
+# The book's edition: the ONE place the version is written. pyproject.toml reads it
+# (setuptools dynamic version); CITATION.cff, CHANGELOG.md and the notebooks' setup cells
+# (`make sync`: gmmlib installed at the tag v<version>) must agree (tests/test_publishing.py).
+__version__ = "0.3.0.dev0"
