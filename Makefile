@@ -16,6 +16,8 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 BUILD := _build
+# pytest spreads the tests over this many processes (pytest-xdist); 1 runs them in one
+WORKERS ?= 2
 
 # Recipes see the venv first on PATH, so the notebooks' python3 kernel is the venv's Python.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -24,7 +26,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock book book-fresh book-students test pytest strict-build clean sync check-sync \
+.PHONY: help install lock book book-fresh book-students test pytest pytest-fast strict-build clean sync check-sync \
   bench pdf stress seeds release assignments
 
 help: ## List the targets
@@ -75,9 +77,12 @@ assignments: $(STAMP) ## Homework per chapter (Otter Assign): _build/assignments
 	$(PY) assignments/build.py --out $(BUILD)/assignments
 
 pytest: $(STAMP) ## Run the test suite only (an empty collection is a failure too)
-	@rc=0; $(PY) -m pytest || rc=$$?; \
+	@rc=0; $(PY) -m pytest -n $(WORKERS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
+
+pytest-fast: $(STAMP) ## The quick tests only, for a contributor (no build, grading, install or browser)
+	$(PY) -m pytest -n $(WORKERS) -m "not slow"
 
 strict-build: $(STAMP) ## Full build from scratch; any warning fails it
 	rm -rf $(BUILD)/.doctrees $(BUILD)/html

@@ -5,14 +5,26 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from gmmlib import GaussianMixture
 
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Property tests: on CI (CI=true) hypothesis draws the same examples every run (derandomised,
+# no example database), so a red build is never a new random draw; locally it explores.
+# HYPOTHESIS_PROFILE=ci (or dev) chooses one by hand.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE",
+                                     "ci" if os.environ.get("CI") == "true" else "dev"))
 #: The chapters' sources: MyST Markdown notebooks, each paired with a stripped .ipynb (jupytext).
 CHAPTER_GLOB = "book/[0-9][0-9]_*.md"
 
@@ -92,9 +104,22 @@ def pytest_configure(config):
         "markers",
         "built: reads the finished build in _build/ (make test runs them after the build)",
     )
+    config.addinivalue_line(
+        "markers",
+        "slow: builds, grades, installs or opens a browser (seconds to minutes each); "
+        "make pytest-fast leaves them out",
+    )
+
+
+#: The test modules that build, grade, install or open a browser: marked slow.
+SLOW_MODULES = {"test_assignments", "test_bookkit", "test_browser", "test_colab_path",
+                "test_packaging", "test_runner", "test_built_book"}
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
     built = config.getoption("--built")
     keep, drop = [], []
     for item in items:
