@@ -339,9 +339,9 @@ for _U in (np.array([[0.8, 0.1], [-0.2, 0.6]]), 0.5 * np.eye(2)):
 # (b) Rare prompts that hold a token far out along the query: its weight $e^{a^\top Z_j}$ then
 # exceeds that of all the other tokens together, it takes the output over, and the error is
 # large. A typical prompt holds no token beyond about $\sqrt{2\log L}$ (in units of the spread),
-# so its error is much smaller (the median decays like $L^{-2/3}$ in the chapter's
-# one-dimensional model), while the mean over prompts, carried by the rare ones, decays like
-# $L^{-(\sqrt5-1)/2 + o(1)}$ in that model.
+# so its error is much smaller: by the chapter's heuristic heur-10-rate (one-dimensional model,
+# not a theorem) the typical prompt's error averaged over queries decays like $L^{-2/3}$, while
+# the mean over prompts, carried by the rare ones, decays like $L^{-(\sqrt5-1)/2 + o(1)}$.
 #
 # **Rubric** (4 points).
 # - (a) 1 point: $C_\tau(z)$ grows like $e^{\|z\|^2/\nu^2}$ (or: the effective length
