@@ -71,6 +71,14 @@ RULES: dict[str, tuple[str, list[str], list[str]]] = {
         [_ALONE + r"G\s*=\s*\\nabla", _ALONE + r"G\("],                   # a gradient, a function
         [],
     ),
+    r"$\alpha$": (
+        "the gates α_k(z) of a mixture; the Łojasiewicz exponent is ϑ",
+        [r"1\s*-\s*2?\s*\\alpha(?![_A-Za-z])",            # (R − R*)^{1−α}, t^{−1/(1−2α)}
+         r"\\alpha\s*\\in\s*\(\s*0",                         # α ∈ (0, ½]
+         r"\\alpha\s*(?:=|<|\\le)\s*(?:\\frac|1/|10\^)"],   # α = ½, α < ½, α = 10^{-3}
+        [r"α\s*=\s*(?:1e|0\.0|10)",                    # a significance level α = 1e-3
+         r"1\s*[−-]\s*2?α(?![ₖⱼ₀-₉_(*])"],              # 1 − α, not 1 − αₖ
+    ),
 }
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -129,6 +137,7 @@ def test_each_rule_catches_its_example(symbol):
         r"$\sigma$": (r"variance $\sigma^2$", "σ² = 1"),
         r"$\nu$": (r"$\int f\,d\nu(y)$", None),
         "$G$": (r"$G = \nabla f(bA)$", None),
+        r"$\alpha$": (r"$\|\nabla R\|\ge c(R - R^*)^{1-\alpha}$", "family-wise α = 1e-3"),
     }
     latex_example, text_example = examples[symbol]
     _, latex, text = RULES[symbol]
@@ -143,6 +152,8 @@ def test_each_rule_catches_its_example(symbol):
         r"$\sigma$": r"$\sigma(s_0 + s^\top x)$",
         r"$\nu$": r"$\nu^2 = \gamma^2 + \xi^2$, $S = \nu^2 I$",
         "$G$": r"$G\sim\mathcal N(0, I)$",
+        r"$\alpha$": (r"$\alpha_k(z) = \operatorname{softmax}_k(\log\pi_k)$, "
+                       r"$\alpha\to e_{k^\star}$"),
     }
     assert not any(re.search(p, s) for p in latex for s in math_of(allowed[symbol])), symbol
 
@@ -154,3 +165,77 @@ def test_reserved_symbols_keep_their_meaning(path):
     assert not found, (
         f"{path.name}: {len(found)} uses of a reserved symbol with another meaning "
         f"(book/notation.md: {meanings}):\n" + "\n".join(found))
+
+
+# ---------------------------------------------------------------------------------------------
+# Symbols the page defines outside the reserved table: the dimension d (two uses, stated
+# chapter by chapter), the Łojasiewicz exponent ϑ, Γ ⊕ 0, and the families E₁, E₂.
+
+def _page_text() -> str:
+    return NOTATION.read_text(encoding="utf-8")
+
+
+def _row(symbol_start: str) -> str:
+    """The page's table row whose first cell starts with ``symbol_start``."""
+    rows = [line for line in _page_text().splitlines()
+            if line.startswith("| " + symbol_start)]
+    assert rows, f"{NOTATION.name} has no table row for {symbol_start}"
+    return rows[0]
+
+
+def _chapter_numbers(text: str) -> set[int]:
+    """Chapter numbers named in ``text``: "Chapters 0 and 2", "Chapters 4–6", "Chapter 7"."""
+    found: set[int] = set()
+    for group in re.findall(r"Chapters? ([0-9][0-9–, and]*)", text):
+        for a, b in re.findall(r"([0-9]+)(?:–([0-9]+))?", group):
+            found.update(range(int(a), int(b or a) + 1))
+    return found
+
+
+def _labelled_chapters() -> set[int]:
+    row = _row("$d$")
+    match = re.search(r"In the labelled tasks \((.*?)\)", row)
+    assert match, "the row of $d$ must say which chapters use it for the inputs of labelled tasks"
+    return _chapter_numbers(match.group(1))
+
+
+def test_the_page_says_how_each_chapter_uses_d():
+    """Every chapter is named in the row of $d$, as a token dimension or an input dimension."""
+    named = _chapter_numbers(_row("$d$"))
+    numbers = {int(p.name[:2]) for p in CHAPTERS}
+    assert numbers <= named, f"the row of $d$ in {NOTATION.name} names no use of d for the " \
+        f"chapters {sorted(numbers - named)}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_tokens_in_d_plus_one_only_where_d_is_the_input_dimension(path):
+    """A chapter whose tokens lie in R^{d+1} (or R^{d+q}) uses d for the inputs: the page must
+    list it among the labelled tasks."""
+    maths = [m for i, cell in enumerate(read_chapter(path).cells) if cell.cell_type == "markdown"
+             for m in math_of(cell.source)]
+    wider = [m for m in maths if re.search(r"\^\s*\{\s*d\s*\+\s*[1q]\s*\}", m)]
+    if wider:
+        assert int(path.name[:2]) in _labelled_chapters(), (
+            f"{path.name} writes {wider[0]!r}: d is the input dimension there, which the row of "
+            f"$d$ in {NOTATION.name} does not say")
+
+
+def test_the_page_defines_the_unreserved_symbols_the_chapters_use():
+    """Γ ⊕ 0, E₁ and E₂, and the Łojasiewicz exponent ϑ have rows on the page."""
+    text = _page_text()
+    for symbol in (r"$\Gamma\oplus 0$", "$E_1$, $E_2$", r"$\vartheta$"):
+        assert "| " + symbol in text, f"{NOTATION.name} has no row for {symbol}"
+    assert "Łojasiewicz" in _row(r"$\vartheta$")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapters_write_the_pages_forms(path):
+    """The families are E₁, E₂ (not the paper's 𝓔₁, 𝓔₂); the Łojasiewicz exponent, where a
+    chapter writes the inequality, is ϑ; ⊕ 0 is written after a matrix the page describes."""
+    text = path.read_text(encoding="utf-8")
+    assert not re.search(r"\\mathcal\s*\{?E\}?_\{?[12]", text), (
+        f"{path.name} writes \\mathcal E_1 or E_2: the book's families are $E_1$, $E_2$")
+    for line in text.splitlines():
+        if re.search(r"\^\s*\{\s*1\s*-\s*\\?[a-z]+\s*\}", line) and "nabla" in line:
+            assert r"1-\vartheta" in line.replace(" ", ""), (
+                f"{path.name}: a Łojasiewicz inequality without ϑ: {line.strip()[:100]}")
