@@ -289,7 +289,9 @@ assert abs(pi_crit - 1 / (1 + math.exp(-2 * _bc))) <= 1e-6, "pi_crit is off the 
 
 # %% [markdown]
 # **Reference answer.** (a) By Tweedie's formula one step is $f(z) = z + \xi^2\nabla\log p_Z(z)$, a
-# gradient-ascent step on $\log p_Z$ (mean shift): $p_Z(f(z))\ge p_Z(z)$, with equality only at
+# gradient-ascent step on $\log p_Z$ (for $\gamma = 0$ a mean-shift step; for $\gamma > 0$ the
+# convex combination $(\gamma^2/\nu^2)z + (\xi^2/\nu^2)\times$(the mean-shift point)):
+# $p_Z(f(z))\ge p_Z(z)$, with equality only at
 # fixed points, so the fixed points are the critical points of $p_Z$ and the attractors its
 # modes. The noisy observations follow
 # $\frac12\mathcal N(m_1,\nu^2I) + \frac12\mathcal N(m_2,\nu^2I)$: the spread $\gamma$ of the

@@ -334,14 +334,16 @@ for _U in (np.array([[0.8, 0.1], [-0.2, 0.6]]), 0.5 * np.eye(2)):
 # $\propto e^{-\|z - m_k\|^2/(2\nu^2)}$, decays: so $\mathbb E_zC_\tau(z) = \infty$. At each query
 # $\liminf_L L\,\mathbb E\|\cdot\|^2\ge C_\tau(z)$ (convergence in distribution of the scaled
 # error), and Fatou's lemma over $z$ gives $L\cdot$(query-averaged error)$\to\infty$: the law
-# $C_\tau(z)/L$ holds query by query but not uniformly, since far queries need prompts of length
-# $\gg e^{2\kappa}$ ($\kappa = \|z\|^2/\nu^2$) before it sets in.
+# $C_\tau(z)/L$ holds query by query but not uniformly, since far queries need prompts well
+# beyond $e^{3\kappa/2}$ ($\kappa = \|z\|^2/\nu^2$) before it sets in (its first correction is
+# small only once $L\gg e^{2\kappa}$).
 # (b) Rare prompts that hold a token far out along the query: its weight $e^{a^\top Z_j}$ then
 # exceeds that of all the other tokens together, it takes the output over, and the error is
 # large. A typical prompt holds no token beyond about $\sqrt{2\log L}$ (in units of the spread),
 # so its error is much smaller: by the chapter's heuristic heur-10-rate (one-dimensional model,
-# not a theorem) the typical prompt's error averaged over queries decays like $L^{-2/3}$, while
-# the mean over prompts, carried by the rare ones, decays like $L^{-(\sqrt5-1)/2 + o(1)}$.
+# not a theorem; its rates at $c = 0$) the typical prompt's error averaged over queries decays
+# like $L^{-2/3}$, while the mean over prompts, carried by the rare ones, decays like
+# $L^{-(\sqrt5-1)/2 + o(1)}$.
 #
 # **Rubric** (4 points).
 # - (a) 1 point: $C_\tau(z)$ grows like $e^{\|z\|^2/\nu^2}$ (or: the effective length
