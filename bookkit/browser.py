@@ -96,11 +96,27 @@ ASSEMBLE = """async (pages) => {
 
 def main(argv: list[str] | None = None) -> int:
     """``make pdf``: the built book but its API and execution pages as A4 ``book.pdf``."""
-    html, out = toc.ROOT / "_build" / "html", toc.ROOT / "_build" / "pdf" / "book.pdf"
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bookkit pdf", description="Print the book built in _build/html (but "
+        "its API and execution pages) as one A4 PDF, _build/pdf/book.pdf, with the system's "
+        "Chromium. `make pdf` builds the book first.")
+    parser.add_argument("--html", type=Path, default=toc.ROOT / "_build" / "html",
+                        help="the built HTML (default: _build/html)")
+    parser.add_argument("--out", type=Path, default=toc.ROOT / "_build" / "pdf" / "book.pdf",
+                        help="the PDF to write (default: _build/pdf/book.pdf)")
+    args = parser.parse_args(argv)
+    html, out = args.html, args.out
     pages = [p for p in toc.pages() if toc.name(p) not in ("api", "exec_status")]
     missing = [p for p in pages if not (html / f"{p}.html").is_file()]
     if missing:
-        print(f"error: not in _build/html: {missing} (run `make book`)", file=sys.stderr)
+        print(f"error: {html} lacks {missing[0]}.html and {len(missing) - 1} more of the "
+              f"{len(pages)} pages: build the book first (`make book`)", file=sys.stderr)
+        return 1
+    if chromium_path() is None:
+        print("error: no Chromium on this machine: install it (`sudo apt-get install "
+              "chromium`)", file=sys.stderr)
         return 1
     out.parent.mkdir(parents=True, exist_ok=True)
     first = toc.chapters()[0]  # a chapter has mathematics: MathJax loads
