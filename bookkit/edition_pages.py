@@ -68,7 +68,9 @@ def pinning(e: dict[str, str], tags: list[str]) -> dict[str, str]:
                   "put its tag where the links below show `vX.Y.Z`")
     return {
         "repository": url, "owner_repo": repo, "pin_tag": tag, "pin_status": status,
-        "pin_releases": f"<{url}/releases>",
+        # the link's text is its address without the scheme (the theme shortens a github.com
+        # link whose text is its address to "owner/repo")
+        "pin_releases": f"[{url.split('://', 1)[-1]}/releases]({url}/releases)",
         "pin_source": f"`{url}/tree/{tag}`",
         "pin_colab": f"`{COLAB}/{repo}/blob/{tag}/{chapter}`",
         "pin_binder": f"`{BINDER}/{repo}/{tag}?urlpath=tree/{chapter}`",
