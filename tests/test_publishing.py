@@ -747,6 +747,8 @@ def test_the_instructors_links_name_this_repository_and_a_real_tag():
     assert none_yet["pin_source"] == f"`https://github.com/{owner}/{name}/tree/vX.Y.Z`"
     assert f"/github/{owner}/{name}/blob/vX.Y.Z/book/" in none_yet["pin_colab"]
     assert f"git+https://github.com/{owner}/{name}@vX.Y.Z" in none_yet["pin_pip"]
+    assert none_yet["pin_releases"] == (f"[github.com/{owner}/{name}/releases]"
+                                        f"(https://github.com/{owner}/{name}/releases)")
     newest = edition_pages.pinning(dev, ["v0.2.0", "v0.1.0"])
     assert newest["pin_tag"] == "v0.2.0" and "`v0.2.0`" in newest["pin_status"]
     edition = edition_pages.pinning({**info, "development": "", "version": "0.3.0",
