@@ -24,6 +24,18 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 .DEFAULT_GOAL := help
+
+# The targets that need arguments say so before anything is installed or run.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifeq ($(CHAPTER),)
+$(error usage: make run CHAPTER=book/NN_name.md (a chapter's MyST source))
+endif
+endif
+ifneq ($(filter grade,$(MAKECMDGOALS)),)
+ifeq ($(and $(ASSIGNMENT),$(SUBMISSIONS)),)
+$(error usage: make grade ASSIGNMENT=NN_name SUBMISSIONS="submissions/*.ipynb" [CSV=scores.csv] [ARGS=-v])
+endif
+endif
 .PHONY: help install lock book book-fresh book-students test pytest strict-build clean sync check-sync \
   bench pdf stress seeds release assignments run grade
 
@@ -84,8 +96,6 @@ assignments: $(STAMP) ## Homework per chapter (Otter Assign): _build/assignments
 	$(PY) assignments/build.py --out $(BUILD)/assignments
 
 grade: $(STAMP) ## Grade homework: make grade ASSIGNMENT=NN_name SUBMISSIONS="submissions/*.ipynb" [CSV=scores.csv] [ARGS=-v]
-	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade" \
-	  "ASSIGNMENT=NN_name SUBMISSIONS=\"submissions/*.ipynb\" [CSV=scores.csv] [ARGS=-v]" >&2; exit 2; }
 	$(PY) assignments/grade.py $(if $(findstring /,$(ASSIGNMENT)),$(ASSIGNMENT),$(BUILD)/assignments/$(ASSIGNMENT)) \
 	  $(SUBMISSIONS) $(if $(CSV),--csv $(CSV)) $(ARGS)
 
@@ -109,7 +119,6 @@ pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the
 	$(PY) -m bookkit pdf
 
 run: $(STAMP) ## Execute one chapter in a fresh kernel: make run CHAPTER=book/NN_name.md (time, memory, failing cell)
-	@test -n "$(CHAPTER)" || { echo "usage: make run CHAPTER=book/NN_name.md" >&2; exit 2; }
 	$(PY) -m bookkit run $(CHAPTER)
 
 bench: $(STAMP) ## Chapters' time and memory against the budget (_build/bench.md), then gmmlib's kernels (_build/kernels.json)

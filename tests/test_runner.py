@@ -314,3 +314,11 @@ def test_make_without_an_environment_or_python_says_what_to_do(tmp_path):
     assert proc.returncode != 0 and len(ours) == 1, proc.stderr
     assert f"no {venv}/bin/python" in ours[0] and "install Python 3.11" in ours[0], ours
     assert not venv.exists()
+
+
+@pytest.mark.parametrize("args", [["run"], ["grade", "ASSIGNMENT=01_infinite_prompt_limit"]])
+def test_make_targets_without_their_arguments_say_so_first(args):
+    """Before the environment is made or anything runs: one line, the usage."""
+    proc = subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    line = _one_line(proc.stderr)
+    assert proc.returncode == 2 and f"usage: make {args[0]} " in line and proc.stdout == ""
