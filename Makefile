@@ -26,18 +26,39 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 .DEFAULT_GOAL := help
+
+# The targets that need arguments say so before anything is installed or run.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifeq ($(CHAPTER),)
+$(error usage: make run CHAPTER=book/NN_name.md (a chapter's MyST source))
+endif
+endif
+ifneq ($(filter grade,$(MAKECMDGOALS)),)
+ifeq ($(and $(ASSIGNMENT),$(SUBMISSIONS)),)
+$(error usage: make grade ASSIGNMENT=NN_name SUBMISSIONS="submissions/*.ipynb" [CSV=scores.csv] [ARGS=-v])
+endif
+endif
 .PHONY: help install lock book book-fresh book-students test pytest pytest-fast strict-build clean sync check-sync \
-  bench pdf stress seeds release assignments
+  bench pdf stress seeds release assignments run grade
 
 help: ## List the targets
 	@echo "Targets:"
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  make %-13s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt $(LOCK) pyproject.toml bookkit/pyproject.toml
-	@test -x $(PY) || { command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found:" \
-	  "install Python 3.11 (README, 'Set up') or run make with PYTHON=/path/to/python3.11" >&2; exit 1; }; \
-	  $(PYTHON) -m venv $(VENV); }
+# A stamp whose environment has lost its interpreter (.venv/bin/python removed, or a link to a
+# Python that was uninstalled) is out of date too: its rule then says what to do.
+NO_PY := $(shell test -x $(PY) || echo no-python)
+.PHONY: no-python
+
+$(STAMP): requirements.txt $(LOCK) pyproject.toml bookkit/pyproject.toml $(NO_PY)
+	@test -x $(PY) || { command -v $(PYTHON) >/dev/null || { echo "error: no $(PY), and no" \
+	  "$(PYTHON) to create $(VENV) with: install Python 3.11 (README, 'Set up') or run make" \
+	  "with PYTHON=/path/to/python3.11" >&2; exit 1; }; $(PYTHON) -m venv $(VENV) || { echo \
+	  "error: $(PYTHON) -m venv $(VENV) failed (Debian/Ubuntu: apt-get install python3.11-venv)" >&2; \
+	  exit 1; }; }
+	@test -x $(PY) || { echo "error: $(PY) does not run (its Python was removed?): delete" \
+	  "$(VENV) (rm -rf $(VENV)) and run make install again" >&2; exit 1; }
 	$(PY) -m pip install --upgrade pip
 	$(if $(TORCH_INDEX),$(PY) -m pip install --extra-index-url $(TORCH_INDEX) \
 	  "$$(grep -E '^torch==' requirements.txt)+cpu" -c $(LOCK))
@@ -76,6 +97,10 @@ book-students: $(STAMP) ## The book without its solutions, in _build/students/_b
 assignments: $(STAMP) ## Homework per chapter (Otter Assign): _build/assignments/NN_name/{student,autograder}
 	$(PY) assignments/build.py --out $(BUILD)/assignments
 
+grade: $(STAMP) ## Grade homework: make grade ASSIGNMENT=NN_name SUBMISSIONS="submissions/*.ipynb" [CSV=scores.csv] [ARGS=-v]
+	$(PY) assignments/grade.py $(if $(findstring /,$(ASSIGNMENT)),$(ASSIGNMENT),$(BUILD)/assignments/$(ASSIGNMENT)) \
+	  $(SUBMISSIONS) $(if $(CSV),--csv $(CSV)) $(ARGS)
+
 pytest: $(STAMP) ## Run the test suite only (an empty collection is a failure too)
 	@rc=0; $(PY) -m pytest -n $(WORKERS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
@@ -97,6 +122,9 @@ test: $(STAMP) ## pytest, then the strict executed build, then the tests of the 
 pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the system's Chromium
 	$(MAKE) book
 	$(PY) -m bookkit pdf
+
+run: $(STAMP) ## Execute one chapter in a fresh kernel: make run CHAPTER=book/NN_name.md (time, memory, failing cell)
+	$(PY) -m bookkit run $(CHAPTER)
 
 bench: $(STAMP) ## Chapters' time and memory against the budget (_build/bench.md), then gmmlib's kernels (_build/kernels.json)
 	$(PY) -m bookkit bench

@@ -1,4 +1,4 @@
-"""The built book in headless Chromium, offline (MathJax from its wheel): the browser tests, PDF."""
+"""The built book in headless Chromium with the network closed (it reads offline): tests, PDF."""
 
 import contextlib
 import functools
@@ -34,23 +34,36 @@ def serve(folder: Path):
         server.server_close()
 
 
+class OutsideRequest(RuntimeError):
+    """A page asked for something outside the book (a CDN, a web font, an analytics script)."""
+
+
+#: what a page may load: the local server, files, and the browser's own in-memory URLs
+LOCAL = ("http://127.0.0.1", "http://localhost", "file:", "data:", "blob:", "about:")
+
+
 @contextlib.contextmanager
 def browser_page(width: int = 1280, height: int = 1600, color_scheme: str = "light"):
-    """A Playwright page in headless Chromium (``color_scheme``: the reader's preference)."""
-    import mathjax  # the django-static-mathjax wheel
+    """A Playwright page in headless Chromium (``color_scheme``: the reader's preference), with
+    the network closed: every request that is not local is aborted and recorded, and leaving
+    the block raises :class:`OutsideRequest` naming them (the book must read offline)."""
     from playwright.sync_api import sync_playwright
 
-    exe, es5 = chromium_path(), Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    exe = chromium_path()
     if exe is None:
         raise FileNotFoundError("no Chromium on this machine (apt-get install chromium)")
-
-    def mathjax_file(route):
-        path = es5 / route.request.url.split("/es5/", 1)[1].split("?", 1)[0]
-        route.fulfill(path=str(path)) if path.is_file() else route.fulfill(status=404, body="")
+    outside: list[str] = []
 
     def only_local(route):
-        local = ("http://127.0.0.1", "file:", "data:", "blob:", "about:")
-        route.continue_() if route.request.url.startswith(local) else route.abort()
+        url = route.request.url
+        if url.startswith(LOCAL):
+            return route.continue_()
+        try:
+            page_url = route.request.frame.url
+        except Exception:  # a worker's request has no frame
+            page_url = "a worker"
+        outside.append(f"{page_url} asked for {url}")
+        route.abort("blockedbyclient")
 
     with sync_playwright() as p:  # CI's container gives /dev/shm 64 MB: too little
         browser = p.chromium.launch(executable_path=exe, args=[
@@ -59,12 +72,16 @@ def browser_page(width: int = 1280, height: int = 1600, color_scheme: str = "lig
             "--disable-sync", "--disable-dev-shm-usage"])
         try:
             context = browser.new_context(viewport={"width": width, "height": height},
-                                          color_scheme=color_scheme)
+                                          color_scheme=color_scheme, service_workers="block")
             context.route("**/*", only_local)
-            context.route("**/npm/mathjax@3/es5/**", mathjax_file)  # the last route wins
-            yield context.new_page()
+            page = context.new_page()
+            page.outside_requests = outside  # what the pages asked of the network, so far
+            yield page
         finally:
             browser.close()
+    if outside:  # a caller that checks page by page empties the list as it goes
+        raise OutsideRequest(f"{len(outside)} requests outside the book (it must read "
+                             "offline): " + "; ".join(sorted(set(outside))[:10]))
 
 
 def wait_for_math(page, timeout_ms: int = 30_000) -> bool:
@@ -96,11 +113,27 @@ ASSEMBLE = """async (pages) => {
 
 def main(argv: list[str] | None = None) -> int:
     """``make pdf``: the built book but its API and execution pages as A4 ``book.pdf``."""
-    html, out = toc.ROOT / "_build" / "html", toc.ROOT / "_build" / "pdf" / "book.pdf"
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bookkit pdf", description="Print the book built in _build/html (but "
+        "its API and execution pages) as one A4 PDF, _build/pdf/book.pdf, with the system's "
+        "Chromium. `make pdf` builds the book first.")
+    parser.add_argument("--html", type=Path, default=toc.ROOT / "_build" / "html",
+                        help="the built HTML (default: _build/html)")
+    parser.add_argument("--out", type=Path, default=toc.ROOT / "_build" / "pdf" / "book.pdf",
+                        help="the PDF to write (default: _build/pdf/book.pdf)")
+    args = parser.parse_args(argv)
+    html, out = args.html, args.out
     pages = [p for p in toc.pages() if toc.name(p) not in ("api", "exec_status")]
     missing = [p for p in pages if not (html / f"{p}.html").is_file()]
     if missing:
-        print(f"error: not in _build/html: {missing} (run `make book`)", file=sys.stderr)
+        print(f"error: {html} lacks {missing[0]}.html and {len(missing) - 1} more of the "
+              f"{len(pages)} pages: build the book first (`make book`)", file=sys.stderr)
+        return 1
+    if chromium_path() is None:
+        print("error: no Chromium on this machine: install it (`sudo apt-get install "
+              "chromium`)", file=sys.stderr)
         return 1
     out.parent.mkdir(parents=True, exist_ok=True)
     first = toc.chapters()[0]  # a chapter has mathematics: MathJax loads

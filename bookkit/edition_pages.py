@@ -1,6 +1,8 @@
-"""The edition in the pages: ``{{ edition }}``, ``{edition-links}``, ``{edition-bibtex}``."""
+"""The edition in the pages: ``{{ edition }}``, ``{{ pin_* }}`` (the instructors' page),
+``{edition-links}``, ``{edition-bibtex}``."""
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +43,48 @@ def edition(root: Path) -> dict[str, str]:
     }
 
 
+def released_tags(root: Path) -> list[str]:
+    """The repository's edition tags ``vX.Y.Z``, newest first (none in a clone without tags)."""
+    tags = git(root, "tag", "--list", "v*", check=False).split()
+    final = [t for t in tags if re.fullmatch(r"v\d+\.\d+\.\d+", t)]
+    return sorted(final, key=lambda t: tuple(map(int, t[1:].split("."))), reverse=True)
+
+
+def pinning(e: dict[str, str], tags: list[str]) -> dict[str, str]:
+    """The instructors' page's ``{{ pin_* }}``: the repository's links at the edition to pin.
+
+    In an edition that is its own tag; in a development version the newest tag the clone knows,
+    or, when it knows none, ``vX.Y.Z`` and a sentence saying that no edition was tagged yet."""
+    url, repo, chapter = e["url"], f"{e['owner']}/{e['repo']}", e["chapter"]
+    if not e["development"]:
+        tag = e["tag"]
+        status = f"these pages are that edition, {e['version']}, and the links below show its tag"
+    elif tags:
+        tag = tags[0]
+        status = f"the newest when these pages were built was `{tag}`, the tag the links below show"
+    else:
+        tag = "vX.Y.Z"
+        status = ("when these pages were built no edition had been tagged yet: once one is, "
+                  "put its tag where the links below show `vX.Y.Z`")
+    return {
+        "repository": url, "owner_repo": repo, "pin_tag": tag, "pin_status": status,
+        # the link's text is its address without the scheme (the theme shortens a github.com
+        # link whose text is its address to "owner/repo")
+        "pin_releases": f"[{url.split('://', 1)[-1]}/releases]({url}/releases)",
+        "pin_source": f"`{url}/tree/{tag}`",
+        "pin_colab": f"`{COLAB}/{repo}/blob/{tag}/{chapter}`",
+        "pin_binder": f"`{BINDER}/{repo}/{tag}?urlpath=tree/{chapter}`",
+        "pin_clone": f"`git clone --branch {tag} {url}`",
+        "pin_pip": f'`pip install otter-grader==7.0.0 "gmmlib[book] @ git+{url}@{tag}"`',
+    }
+
+
 def _set_substitutions(app: Sphinx, config: Config) -> None:
-    info, options = edition(Path(app.srcdir)), dict(config.html_theme_options)
+    root = Path(app.srcdir)
+    info, options = edition(root), dict(config.html_theme_options)
     config.myst_substitutions = {"edition": info["version"], "edition_tag": info["tag"],
                                  "edition_statement": info["statement"],
+                                 **pinning(info, released_tags(root)),
                                  **config.myst_substitutions}
     if info["development"]:
         options["extra_footer"] = (f"{options.get('extra_footer', '')} Development version "

@@ -1,6 +1,9 @@
 """How the chapters execute: cache or force, the students' edition, headless kernels, tracebacks."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,11 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # myst-nb's and jupyter-cache's kernels inherit this process's environment (neither offers
     # a kernel environment): headless, gmmlib makes no widget, whose messages stalled executions
     os.environ[HEADLESS_ENV] = "1"
+    # the kernels talk to the build over local IPC sockets, not unencrypted TCP (about which
+    # each kernel printed a warning); a short folder: a socket's path is at most ~100 bytes
+    sockets = tempfile.mkdtemp(prefix="bookkit-kernels-")
+    atexit.register(shutil.rmtree, sockets, ignore_errors=True)
+    internals.kernels_over_ipc(sockets)
     app.connect("config-inited", _configure, priority=900)
     app.add_post_transform(RemoveSolutions)
     app.connect("doctree-read", _error_outputs)

@@ -62,3 +62,26 @@ def exec_data(env: Any, doc: str) -> dict[str, Any]:
     from myst_nb.sphinx_ import NbMetadataCollector
 
     return dict(NbMetadataCollector.get_exec_data(env, doc) or {})
+
+
+@_reads("jupyter-client", "KernelManager's transport, ip and cache_ports")
+def kernels_over_ipc(folder: str) -> None:
+    """jupyter_client: the kernels this process starts (myst-nb's and jupyter-cache's, which take
+    no kernel settings) talk to it over IPC sockets under ``folder``, not over TCP, which the
+    kernel warns is unencrypted. A manager given an explicit transport keeps it."""
+    import uuid
+
+    from jupyter_client.manager import KernelManager
+
+    if getattr(KernelManager, "_bookkit_ipc", False):
+        return
+    init = KernelManager.__init__
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if "transport" not in self.config.get("KernelManager", {}):
+            # an absolute path, one per kernel: the kernel's cwd is not this process's
+            self.transport, self.cache_ports = "ipc", False
+            self.ip = f"{folder}/{uuid.uuid4().hex[:12]}"
+
+    KernelManager.__init__, KernelManager._bookkit_ipc = __init__, True

@@ -1,7 +1,7 @@
 """The browser tests' helpers: the page after its animations, axe-core's report.
 
-The browser itself (the system's Chromium, MathJax served from a local copy, nothing
-downloaded) is ``bookkit.browser``'s, shared with ``make pdf``.
+The browser itself (the system's Chromium with the network closed: only the local server
+answers, MathJax comes with the book) is ``bookkit.browser``'s, shared with ``make pdf``.
 """
 
 from __future__ import annotations

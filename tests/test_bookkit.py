@@ -208,3 +208,30 @@ def test_a_record_from_another_gmmlib_is_refused_in_one_line():
             CheckRecords.handle_mime(None, SimpleNamespace(mime_type=MIME_TYPE, content=stale),
                                      False)
         assert "\n" not in str(info.value)
+
+
+def test_mathjax_is_copied_from_its_wheel_once(tmp_path):
+    """bookkit.local_mathjax: the bundle named by mathjax_path and what it loads on demand (the
+    fonts, the TeX extensions) go to _static/; a second build copies nothing; a bundle that the
+    wheel does not have stops the build with a message naming it."""
+    from pathlib import PurePosixPath
+    from types import SimpleNamespace
+
+    from sphinx.errors import ConfigError
+
+    from bookkit import local_mathjax
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    path = PurePosixPath(config["sphinx"]["config"]["mathjax_path"])
+    assert "bookkit.local_mathjax" in config["sphinx"]["extra_extensions"]
+    bundle = local_mathjax.copy_mathjax(tmp_path, path)
+    static = tmp_path / "_static" / path.parent
+    assert bundle == static / path.name and bundle.stat().st_size > 500_000
+    assert (static / "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()
+    assert (static / "input/tex/extensions/physics.js").is_file()
+    before = {p: p.stat().st_mtime_ns for p in static.rglob("*") if p.is_file()}
+    local_mathjax.copy_mathjax(tmp_path, path)
+    assert before == {p: p.stat().st_mtime_ns for p in static.rglob("*") if p.is_file()}
+    assert local_mathjax.local_path(SimpleNamespace(mathjax_path="https://cdn/x.js")) is None
+    with pytest.raises(ConfigError, match="no tex-nothing.js"):
+        local_mathjax._check(None, SimpleNamespace(mathjax_path="mathjax/tex-nothing.js"))

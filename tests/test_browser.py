@@ -1,7 +1,8 @@
 """The built book, as a reader sees it: opened in a real headless Chromium.
 
 ``make test`` runs these after the strict build. For every page of the book they check that
-the mathematics is typeset by MathJax (served from a local copy), that every image loads,
+the mathematics is typeset by MathJax (served with the book: the network is closed, and a page
+that asks for anything outside the local server fails), that every image loads,
 and save a screenshot under ``_build/screenshots/`` (and ``dark/`` in the theme's dark mode);
 that every in-page slider figure (``gmmlib.plotting.slider_figure``) is under 2 MB and shows
 another picture when each of its sliders is moved with the keyboard; and that axe-core finds
@@ -113,9 +114,14 @@ def page_and_base():
 
 
 def _open(page, base: str, name: str) -> None:
+    """Open the page with the network closed: a request that leaves the local server fails."""
+    page.outside_requests.clear()
     response = page.goto(f"{base}/book/{name}.html", wait_until="load")
     assert response is not None and response.ok, f"{name}.html did not load"
     wait_for_math(page)
+    outside = sorted(set(page.outside_requests))
+    page.outside_requests.clear()
+    assert not outside, f"{name}: requests outside the book (it must read offline): {outside[:5]}"
 
 
 class _Report:

@@ -209,3 +209,31 @@ def test_no_raw_tex_or_label_in_the_prose_a_reader_sees():
                 bad.append(f"{page.name} ({where}): …{found[max(0, m.start() - 50):m.end() + 20]}…")
     assert not bad, f"{len(bad)} raw TeX commands or labels shown to readers:\n" + "\n".join(
         bad[:25])
+
+
+#: a <script> that loads MathJax, and its address
+MATHJAX_SCRIPT = re.compile(r'<script[^>]*\bsrc="([^"]*mathjax[^"]*)"', re.IGNORECASE)
+
+
+def test_mathjax_comes_with_the_book_not_from_a_cdn():
+    """Every page that loads MathJax loads the copy in the book's _static/ (bookkit.local_mathjax,
+    from the pinned wheel), which is there with its fonts: the built book reads offline."""
+    root = BUILD / "html"
+    pages = [p for p in root.rglob("*.html") if "_static" not in p.relative_to(root).parts]
+    assert pages, "no built pages: run the build first"
+    remote, missing, loaded = [], [], 0
+    for page in pages:
+        html = page.read_text(encoding="utf-8", errors="replace")
+        for src in MATHJAX_SCRIPT.findall(html):
+            loaded += 1
+            if "://" in src or src.startswith("//"):
+                remote.append(f"{page.relative_to(root)}: {src}")
+            elif not (page.parent / src.split("?", 1)[0]).is_file():
+                missing.append(f"{page.relative_to(root)}: {src}")
+        if re.search(r"cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com|mathjax@", html):
+            remote.append(f"{page.relative_to(root)}: names a MathJax CDN")
+    assert loaded, "no page loads MathJax"
+    assert not remote, "pages that load MathJax from the network:\n" + "\n".join(remote[:10])
+    assert not missing, "MathJax scripts missing from the build:\n" + "\n".join(missing[:10])
+    fonts = root / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2"
+    assert any(fonts.glob("MathJax_Main-Regular.woff")), f"no MathJax fonts in {fonts}"

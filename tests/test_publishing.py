@@ -732,3 +732,42 @@ def test_built_instructor_page_has_times_for_every_chapter():
     assert len(re.findall(r"\d+ min \(\d+ words", text)) == len(chapters)
     assert "not executed" not in text and "(failed)" not in text, "run times of the build"
     assert re.search(r"The book \d+ min \d+ \d+ s", text)
+
+
+def test_the_instructors_links_name_this_repository_and_a_real_tag():
+    """book/instructors.md's {{ pin_* }} (bookkit.edition_pages.pinning): the repository of
+    _config.yml, and the tag to pin: an edition's own, else the newest tag, else none yet."""
+    from bookkit import edition_pages
+
+    info = edition_pages.edition(ROOT)
+    owner, name = _repository()
+    dev = {**info, "development": "1"}
+    none_yet = edition_pages.pinning(dev, [])
+    assert "no edition had been tagged yet" in none_yet["pin_status"]
+    assert none_yet["pin_source"] == f"`https://github.com/{owner}/{name}/tree/vX.Y.Z`"
+    assert f"/github/{owner}/{name}/blob/vX.Y.Z/book/" in none_yet["pin_colab"]
+    assert f"git+https://github.com/{owner}/{name}@vX.Y.Z" in none_yet["pin_pip"]
+    assert none_yet["pin_releases"] == (f"[github.com/{owner}/{name}/releases]"
+                                        f"(https://github.com/{owner}/{name}/releases)")
+    newest = edition_pages.pinning(dev, ["v0.2.0", "v0.1.0"])
+    assert newest["pin_tag"] == "v0.2.0" and "`v0.2.0`" in newest["pin_status"]
+    edition = edition_pages.pinning({**info, "development": "", "version": "0.3.0",
+                                     "tag": "v0.3.0"}, ["v0.2.0"])
+    assert edition["pin_tag"] == "v0.3.0" and "0.3.0" in edition["pin_status"]
+    text = (ROOT / "book" / "instructors.md").read_text(encoding="utf-8")
+    assert "OWNER" not in text and not re.search(r"v\d+\.\d+\.\d+", text), \
+        "the page's repository and tag come from {{ pin_* }}, not typed"
+    assert all(f"{{{{ {key} }}}}" in text for key in ("pin_source", "pin_colab", "pin_pip"))
+
+
+@pytest.mark.built
+def test_built_instructor_page_names_the_repository_and_no_placeholder():
+    from bookkit import edition_pages
+
+    text = _built_page("instructors")
+    owner, name = _repository()
+    assert "OWNER" not in text and "{{" not in text
+    assert f"https://github.com/{owner}/{name}/tree/" in text
+    tags = edition_pages.released_tags(ROOT)
+    shown = set(re.findall(r"\bv\d+\.\d+\.\d+\b", text))
+    assert shown <= set(tags) | {f"v{_version()}"}, f"tags that do not exist: {shown}"

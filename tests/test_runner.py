@@ -229,6 +229,7 @@ def test_a_figure_that_fails_to_draw_fails_the_jupyter_book_build(tmp_path):
         "book/ch.ipynb, cell 2 (`import matplotlib.pyplot as plt`): its output shows an error"
         in out
     )
+    assert "without encryption" not in out, "the build's kernels talk over IPC, not TCP"
 
 
 def test_seeds_skips_chapters_that_draw_no_random_number(tmp_path):
@@ -243,3 +244,81 @@ def test_seeds_skips_chapters_that_draw_no_random_number(tmp_path):
     out = tmp_path / "out" / "seeds.json"
     assert bench.main([str(fixed), "--seeds", "1", "2", "--out", str(out)]) == 0
     assert "Skipped (no random draw): fixed" in out.with_suffix(".md").read_text()
+
+
+# ------------------------------------------------- what a reader sees when a command goes wrong
+def _bookkit(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bookkit", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, f"not one line:\n{stderr}"
+    return lines[0]
+
+
+def test_a_good_run_prints_its_summary_and_no_kernel_warning(tmp_path):
+    path = _notebook(tmp_path, "good.ipynb", "x = 1")
+    proc = _bookkit("run", str(path))
+    assert proc.returncode == 0 and "good.ipynb: ok in" in proc.stdout, proc.stderr
+    assert proc.stderr == "", f"the kernel talks over IPC, silently: {proc.stderr!r}"
+
+
+@pytest.mark.parametrize("command", ["run", "bench", "sync", "release", "pdf"])
+def test_every_command_has_its_usage(command):
+    proc = _bookkit(command, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage:"), proc.stderr
+    assert "--help" not in proc.stderr and "No such file" not in proc.stderr
+
+
+def test_bookkit_lists_its_commands_and_needs_one():
+    listed = _bookkit("--help")
+    assert listed.returncode == 0
+    assert all(c in listed.stdout for c in ("run", "bench", "sync", "release", "pdf"))
+    for args in ((), ("nonsense",), ("run",)):
+        proc = _bookkit(*args)
+        assert proc.returncode == 2 and "error:" in proc.stderr, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
+def test_a_missing_chapter_gets_one_line_and_nothing_runs():
+    proc = _bookkit("run", "book/99_missing.md")
+    line = _one_line(proc.stderr)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert line.startswith("error: book/99_missing.md: no such file") and "book/NN_name.md" in line
+
+
+def test_a_file_that_is_not_a_notebook_gets_one_line(tmp_path):
+    (tmp_path / "ch.md").write_text("# Just Markdown\n\nNo front matter, no cells.\n")
+    (tmp_path / "ch.ipynb").write_text("{ not json")
+    (tmp_path / "other.ipynb").write_text('{"cells": 3}')
+    for name, says in (("ch.md", "not a MyST Markdown notebook"),
+                       ("ch.ipynb", f"run its MyST source {tmp_path / 'ch.md'} instead"),
+                       ("other.ipynb", "not a notebook in JSON")):
+        proc = _bookkit("run", str(tmp_path / name))
+        line = _one_line(proc.stderr)
+        assert proc.returncode == 2 and str(tmp_path / name) in line and says in line, line
+    outcome = run.execute(tmp_path / "other.ipynb")  # the runner's API does not raise either
+    assert outcome.status == "crashed" and "not a notebook in JSON" in outcome.message
+
+
+def test_make_without_an_environment_or_python_says_what_to_do(tmp_path):
+    """No .venv and no python3.11 to make it with: one line naming both and what to do (make
+    adds its own "make: *** ... Error 1" line); nothing is installed."""
+    venv = tmp_path / "venv"
+    proc = subprocess.run(["make", "run", "CHAPTER=book/01_infinite_prompt_limit.md",
+                           f"VENV={venv}", "PYTHON=/nonexistent/python3.11"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    ours = [ln for ln in proc.stderr.splitlines() if not ln.startswith("make")]
+    assert proc.returncode != 0 and len(ours) == 1, proc.stderr
+    assert f"no {venv}/bin/python" in ours[0] and "install Python 3.11" in ours[0], ours
+    assert not venv.exists()
+
+
+@pytest.mark.parametrize("args", [["run"], ["grade", "ASSIGNMENT=01_infinite_prompt_limit"]])
+def test_make_targets_without_their_arguments_say_so_first(args):
+    """Before the environment is made or anything runs: one line, the usage."""
+    proc = subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    line = _one_line(proc.stderr)
+    assert proc.returncode == 2 and f"usage: make {args[0]} " in line and proc.stdout == ""

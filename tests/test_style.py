@@ -355,3 +355,49 @@ def test_no_measured_number_typed_in_the_prose():
         f"(per chapter: {counts}); glue them or list exact constants in "
         "tests/exact_numbers.txt:\n" + "\n".join(report)
     )
+
+
+#: The opening's two reading aids, in the one form every chapter uses: a bold label on its own
+#: line, then a list of what the reader will be able to do (lower-case items, each ending in ";"
+#: but the last, which ends in "."); and a paragraph that opens with the bold label and a full
+#: stop, then a sentence.
+GOALS = re.compile(r"^\*\*Learning goals\*\*\n\n((?:- .*\n(?:  .*\n)*)+)", re.M)
+PREREQUISITES = re.compile(r"^\*\*Prerequisites\.\*\* [A-Z{$]", re.M)
+ANY_LABEL = re.compile(r"\*\*(Learning goals|Prerequisites)\b[^*]*\*\*[^\n]*", re.I)
+
+
+def _opening_problems(text: str) -> list[str]:
+    problems = [f"not in the house form: {m.group(0)[:60]!r}" for m in ANY_LABEL.finditer(text)
+                if not (GOALS.match(text, m.start()) or PREREQUISITES.match(text, m.start()))]
+    goals = GOALS.search(text)
+    if goals is None:
+        problems.append("no '**Learning goals**' line followed by a blank line and a list")
+    else:
+        items = [" ".join(i.split()) for i in re.split(r"^- ", goals.group(1), flags=re.M)
+                 if i.strip()]
+        ends = [";"] * (len(items) - 1) + ["."]
+        problems += [f"learning goal {i} should start in lower case and end in {end!r}: "
+                     f"{item[:40]!r}…{item[-10:]!r}"
+                     for i, (item, end) in enumerate(zip(items, ends), start=1)
+                     if not (item[0].islower() or item[0] in "${") or not item.endswith(end)]
+    if len(PREREQUISITES.findall(text)) != 1:
+        problems.append("not one paragraph opening '**Prerequisites.** ' and a sentence")
+    return problems
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_learning_goals_and_prerequisites_have_one_form(path):
+    """Every chapter opens its learning goals and prerequisites in the same form (issue 36)."""
+    text = "\n\n".join(s for _, s, _ in chapter_cells(path, "markdown")) + "\n"
+    assert not _opening_problems(text), f"{path.name}: " + "; ".join(_opening_problems(text))
+
+
+def test_the_opening_rule_catches_the_other_forms():
+    good = ("**Learning goals**\n\n- derive it;\n- check\n  it.\n\n**Prerequisites.** The "
+            "limit of {ref}`ch-01`.\n")
+    assert _opening_problems(good) == []
+    for bad in (good.replace("**Learning goals**\n", "**Learning goals.** After this you can\n"),
+                good.replace("**Prerequisites.** The", "**Prerequisites**: the"),
+                good.replace("- derive it;", "- Derive it."),
+                good.replace("**Prerequisites.** The", "The")):
+        assert _opening_problems(bad), bad
