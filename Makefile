@@ -25,7 +25,7 @@ SHELL := /bin/bash
 
 .DEFAULT_GOAL := help
 .PHONY: help install lock book book-fresh book-students test pytest strict-build clean sync check-sync \
-  bench pdf stress seeds release assignments
+  bench pdf stress seeds release assignments notebooks
 
 help: ## List the targets
 	@echo "Targets:"
@@ -56,10 +56,19 @@ lock: $(STAMP) ## Rewrite constraints.txt: every package installed in .venv, at 
 	@echo "$(LOCK): $$(grep -c '^[^#].*==' $(LOCK)) packages pinned"
 
 book: $(STAMP) ## Write _build/html, executing only the chapters whose code changed (jupyter-cache)
-	rm -rf $(BUILD)/.doctrees
+	rm -rf $(BUILD)/.doctrees $(BUILD)/notebooks
 	BOOK_EXECUTE=cache $(JB) build .
 	@test -f $(BUILD)/html/index.html || { echo "error: $(BUILD)/html/index.html was not written" >&2; exit 1; }
 	@echo "Open $(BUILD)/html/index.html"
+
+# The HTML build writes the reader notebooks too (bookkit.notebooks, from the doctrees it has just
+# resolved: nothing runs twice); this target checks them. Alone, from an existing build's
+# doctrees and the same BOOK_EXECUTE: jupyter-book build . --builder custom --custom-builder notebooks
+notebooks: book ## Reader notebooks for Colab and Binder (plain Markdown, every code cell): _build/notebooks/book/NN_*.ipynb
+	@n=$$(ls $(BUILD)/notebooks/book/[0-9][0-9]_*.ipynb 2>/dev/null | wc -l); \
+	  chapters=$$(ls book/[0-9][0-9]_*.md | wc -l); \
+	  test "$$n" -eq "$$chapters" || { echo "error: $$n reader notebooks for $$chapters chapters in $(BUILD)/notebooks" >&2; exit 1; }; \
+	  echo "$$n reader notebooks in $(BUILD)/notebooks/book"
 
 book-fresh: $(STAMP) ## Like make book, but execute every chapter (after a change to gmmlib)
 	rm -rf $(BUILD)/.doctrees $(BUILD)/.jupyter_cache
@@ -79,8 +88,8 @@ pytest: $(STAMP) ## Run the test suite only (an empty collection is a failure to
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
-strict-build: $(STAMP) ## Full build from scratch; any warning fails it
-	rm -rf $(BUILD)/.doctrees $(BUILD)/html
+strict-build: $(STAMP) ## Full build from scratch (and the reader notebooks); any warning fails it
+	rm -rf $(BUILD)/.doctrees $(BUILD)/html $(BUILD)/notebooks
 	$(JB) build . -W -n --keep-going
 	@test -f $(BUILD)/html/index.html || { echo "error: $(BUILD)/html/index.html was not written" >&2; exit 1; }
 
