@@ -31,7 +31,7 @@ from sphinx.builders import Builder
 from sphinx.util import logging
 
 from bookkit import internals, toc
-from bookkit.edition import read_repository
+from bookkit.edition import SETUP_MARKER, canonical_source, read_repository
 
 logger = logging.getLogger(__name__)
 
@@ -343,9 +343,13 @@ def reader_notebook(builder: Builder, docname: str, doctree: nodes.document,
     -------
     nbformat.NotebookNode
         Every code cell of the chapter in order, Markdown between them, no outputs; the code
-        cells before the chapter's first Markdown (the setup cell) come first.
+        cells before the chapter's first Markdown (the setup cell) come first. A page without
+        the setup cell gets it first.
     """
     code = {i: c.source for i, c in enumerate(cells) if c.cell_type == "code"}
+    setup = canonical_source(Path(builder.srcdir))
+    if not next(iter(code.values()), "").startswith(SETUP_MARKER):
+        code[-1] = setup  # a page without the chapters' setup cell (the introduction) gets it
     first_text = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"), len(cells))
     renderer = Renderer(builder, docname)
     blocks = renderer.children(doctree)
@@ -397,17 +401,27 @@ def _source_cells(path: Path) -> list[nbformat.NotebookNode]:
     return read_myst_markdown_notebook(path.read_text(encoding="utf-8"), path=path).cells
 
 
+def _notebook_cells(app: Sphinx, docname: str) -> list[nbformat.NotebookNode]:
+    """The cells of a page of the book that is a notebook (a chapter, the introduction), or
+    ``[]``: a page of text alone gets no reader notebook."""
+    path = Path(app.env.doc2path(docname))
+    if docname not in toc.pages(Path(app.srcdir)) or path.suffix != ".md":
+        return []
+    cells = _source_cells(path)
+    return cells if any(c.cell_type == "code" for c in cells) else []
+
+
 def _write(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """A chapter's resolved doctree (HTML build, or the ``notebooks`` builder) → its reader
-    notebook in ``_build/notebooks`` (the HTML build's sibling folder)."""
+    """A notebook page's resolved doctree (HTML build, or the ``notebooks`` builder) → its
+    reader notebook in ``_build/notebooks`` (the HTML build's sibling folder)."""
     builder = app.builder
-    if builder.name not in ("html", NotebookBuilder.name) or \
-            docname not in toc.chapters(Path(app.srcdir)):
+    cells = _notebook_cells(app, docname) if builder.name in ("html", NotebookBuilder.name) \
+        else []
+    if not cells:
         return
     folder = Path(app.outdir) if builder.name == NotebookBuilder.name else \
         Path(app.outdir).parent / NotebookBuilder.name
-    nb = reader_notebook(builder, docname, doctree,
-                         _source_cells(Path(app.env.doc2path(docname))))
+    nb = reader_notebook(builder, docname, doctree, cells)
     nbformat.validate(nb)
     path = folder / f"{docname}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -422,7 +436,7 @@ class NotebookBuilder(Builder):
     epilog = "The reader notebooks are in %(outdir)s."
 
     def get_outdated_docs(self) -> list[str]:
-        return sorted(set(toc.chapters(Path(self.srcdir))) & set(self.env.found_docs))
+        return sorted(set(toc.pages(Path(self.srcdir))) & set(self.env.found_docs))
 
     def get_target_uri(self, docname: str, typ: str | None = None) -> str:
         return f"{docname}.ipynb"
