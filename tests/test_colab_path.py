@@ -9,8 +9,9 @@ and the clone, and points its setup cell at the clone: ``REPO`` becomes ``file:/
 ``REF`` the commit's sha, in place of the GitHub URL and ``main``. It creates a fresh virtual
 environment (Python 3.11) holding only what Colab already has and the book does not install,
 torch (the CPU build) and a Jupyter kernel, and executes the chapter there with nbclient, its
-working directory the folder outside the repository. The setup cell must then install ``gmmlib[book]`` itself; the test
-fails if the install or any cell fails, and reports how long each step took.
+working directory the folder outside the repository. The setup cell must then install
+``gmmlib[book]`` itself; the test fails if the install or any cell fails, and reports how long
+each step took.
 
 On this machine pip finds torch 2.13.0's CPU wheel in its configured wheel folder; on GitHub
 the workflow sets ``TORCH_INDEX`` to PyTorch's CPU wheel index. Skip locally with
