@@ -366,13 +366,14 @@ def reader_notebook(builder: Builder, docname: str, doctree: nodes.document,
     def flush() -> None:
         source = "\n\n".join(t for t in text if t.strip()).strip()
         if source:
-            out.append(nbformat.v4.new_markdown_cell(source))
+            out.append({"cell_type": "markdown", "metadata": {}, "source": source})
         text.clear()
 
     def code_upto(index: int) -> None:
         while pending and pending[0] <= index:
             flush()
-            out.append(nbformat.v4.new_code_cell(code[pending.pop(0)]))
+            out.append({"cell_type": "code", "metadata": {}, "source": code[pending.pop(0)],
+                        "outputs": [], "execution_count": None})
 
     code_upto(first_text - 1)
     for block in blocks:
@@ -384,9 +385,10 @@ def reader_notebook(builder: Builder, docname: str, doctree: nodes.document,
     code_upto(len(cells))
     for n, cell in enumerate(out):
         cell["id"] = f"{docname.rsplit('/', 1)[-1][:2]}-{n:03d}"  # stable: readable diffs
-    nb = nbformat.v4.new_notebook(cells=out)
-    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
-    return nb
+    # validated once, by the caller (per cell, nbformat's constructors take seconds)
+    return nbformat.from_dict({
+        "nbformat": 4, "nbformat_minor": 5, "cells": out,
+        "metadata": {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}})
 
 
 def _title(config: Any) -> str:
