@@ -324,7 +324,10 @@ class Renderer:
 
 
 def _cell(text: str) -> str:
-    return text.replace("\n", " ").replace("|", r"\|")
+    """A table cell's text on one line, its pipes escaped outside maths (Jupyter sets maths
+    aside before it reads the table: ``$\\|x\\|$`` stays a norm)."""
+    parts = re.split(r"(\$[^$]+\$)", text.replace("\n", " "))
+    return "".join(p if p.startswith("$") else p.replace("|", r"\|") for p in parts)
 
 
 def reader_notebook(builder: Builder, docname: str, doctree: nodes.document,

@@ -97,6 +97,10 @@ def test_markdown_text_is_escaped():
     assert notebooks._text("a*b_c $5 <x> `y` \\z\nw") == r"a\*b\_c \$5 \<x> \`y\` \\z w"
 
 
+def test_table_cells_keep_their_maths():
+    assert notebooks._cell("a | b $\\|x\\|$\nc") == "a \\| b $\\|x\\|$ c"
+
+
 def test_the_markup_patterns_catch_myst():
     myst = "```{prf:theorem} T\n:label: thm-03-x\n```\n(ch-03)=\n:::{admonition} A\n{eq}`x` {{ v }}"
     assert all(p.search(_prose(myst)) for p in MARKUP.values())
