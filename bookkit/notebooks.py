@@ -262,9 +262,10 @@ class Renderer:
         return self.titled(text, body, fold="dropdown" in classes)
 
     def b_proof_node(self, node):
-        body = self.children(node)
-        if body and isinstance(body[0], str) and body[0].startswith("Proof. "):
-            body[0] = "*Proof.* " + body[0][len("Proof. "):]
+        body = self.children(node)  # sphinx-proof: an admonition whose text opens "Proof. "
+        first = next((i for i, b in enumerate(body) if isinstance(b, str) and b.strip()), None)
+        if first is not None and body[first].startswith("Proof. "):
+            body[first] = "*Proof.* " + body[first][len("Proof. "):]
         return self.titled("Proof" if "dropdown" in node.get("classes", []) else "", body,
                            fold="dropdown" in node.get("classes", []))
 
