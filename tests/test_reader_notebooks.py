@@ -208,3 +208,109 @@ def test_launch_buttons_open_the_reader_notebook_at_this_ref(chapter):
     assert urls["Colab"].endswith(f"/blob/{branch}/book/{chapter}.ipynb")
     assert f"/{branch}?urlpath=tree/book/{chapter}.ipynb" in urls["Binder"]
     assert (READER / f"{chapter}.ipynb").is_file(), "the button's notebook was built"
+
+
+# ---------------------------------------------------------------------------- a small book
+CHAPTER = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+```{code-cell}
+:tags: [remove-cell]
+
+<SETUP>
+```
+
+(ch-01)=
+# A chapter
+
+```{code-cell}
+from myst_nb import glue
+glue("half", 0.5, display=False)
+```
+
+## Claims
+
+```{prf:theorem} Title
+:label: thm-01-t
+
+For all $x$,
+
+$$
+x = x
+$$ (eq-01-x)
+```
+
+By {prf:ref}`thm-01-t` and {eq}`eq-01-x`, the value is {glue:text}`half:.2f`.
+
+```{admonition} How this is checked
+:class: dropdown
+
+Folded.
+```
+
+```{exercise} Warm-up (★): one
+:label: ex-01-one
+
+Do it.
+```
+
+```{solution} ex-01-one
+:class: dropdown
+
+Done.
+```
+"""
+
+
+def test_a_small_book_gets_reader_notebooks_and_launch_buttons_to_them(tmp_path):
+    """bookkit.notebooks in a Sphinx build of a one-chapter book: the reader notebook (markup
+    gone, numbers, glue, folds, the setup cell first) and the launch buttons that open it."""
+    from sphinx.application import Sphinx
+
+    (tmp_path / "gmmlib").mkdir()
+    (tmp_path / "gmmlib" / "__init__.py").write_text('__version__ = "1.0.dev0"\n')
+    (tmp_path / "_config.yml").write_text(
+        "repository:\n  url: https://github.com/o/r\n  branch: main\n")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: index\nparts:\n  - chapters:\n      - file: book/01_a\n")
+    (tmp_path / "index.md").write_text("# Book\n\n```{toctree}\n:numbered:\nbook/01_a\n```\n")
+    (tmp_path / "book").mkdir()
+    setup = edition.canonical_source(tmp_path)
+    (tmp_path / "book" / "01_a.md").write_text(CHAPTER.replace("<SETUP>", setup))
+    (tmp_path / "conf.py").write_text(
+        "extensions = ['myst_nb', 'sphinx_proof', 'sphinx_exercise', 'sphinx_design', "
+        "'bookkit.notebooks']\nnumfig = True\nmath_numfig = True\n"
+        "myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence']\n"
+        "nb_execution_mode = 'force'\nhtml_theme = 'sphinx_book_theme'\n"
+        "html_theme_options = {'repository_url': 'https://github.com/o/r', "
+        "'repository_branch': 'main', 'launch_buttons': {"
+        "'colab_url': 'https://colab.research.google.com', 'binderhub_url': "
+        "'https://mybinder.org'}}\n")
+    app = Sphinx(tmp_path, tmp_path, tmp_path / "_build" / "html", tmp_path / "_doctrees",
+                 "html", status=None, warning=None, freshenv=True)
+    app.build()
+    nb = nbformat.read(tmp_path / "_build" / "notebooks" / "book" / "01_a.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == [
+        setup, 'from myst_nb import glue\nglue("half", 0.5, display=False)']
+    assert nb.cells[0].source == setup
+    text = _markdown(nb)
+    assert not [w for w, p in MARKUP.items() if p.search(_prose(text))], text
+    assert "# 1 A chapter" in text and "## 1.1 Claims" in text
+    assert "**Theorem 1.1 (Title)**" in text and "\\tag{1.1}" in text
+    assert "By Theorem 1.1 and (1.1), the value is 0.50." in text
+    assert "<details>\n<summary>How this is checked</summary>\n\n\nFolded.\n\n</details>" in text
+    assert "**Exercise 1.1 (Warm-up (★): one)**" in text
+    assert "<summary>Solution to Exercise 1.1 (Warm-up (★): one)</summary>" in text
+    html = (tmp_path / "_build" / "html" / "book" / "01_a.html").read_text(encoding="utf-8")
+    urls = notebooks.launch_urls(tmp_path, "book/01_a")
+    assert urls["Colab"].endswith("/o/r/blob/notebooks-main/book/01_a.ipynb")
+    for url in urls.values():
+        assert f'href="{url}"' in html, url
