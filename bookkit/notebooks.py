@@ -360,8 +360,9 @@ def reader_notebook(builder: Builder, docname: str, doctree: nodes.document,
     heading = next((i for i, b in enumerate(blocks) if isinstance(b, str)
                     and b.startswith("# ")), None)
     if heading is not None:  # where this notebook comes from, under the chapter's title
+        what = "chapter" if docname in toc.chapters(Path(builder.srcdir)) else "page"
         blocks.insert(heading + 1, (
-            f"*A notebook to run: this chapter of [{_title(builder.config)}]"
+            f"*A notebook to run: this {what} of [{_title(builder.config)}]"
             f"({renderer.site}{docname}.html), with every code cell of the book. The first "
             "cell installs what it needs when run outside the book's repository; a figure "
             "appears when its cell runs, its caption is below the cell.*"))
