@@ -1,14 +1,15 @@
 """Reader notebooks: each chapter as plain Markdown and its code cells, for Colab and Binder.
 
-A Sphinx builder, ``notebooks`` (``make notebooks``: ``jupyter-book build . --builder custom
---custom-builder notebooks``), writes ``_build/notebooks/book/NN_name.ipynb`` from the built
-book's resolved doctrees: it reuses the environment of the HTML build that ran before it (same
-configuration: nothing is read or executed again), so references carry their numbers
-("Proposition 3.1", "(3.4)"), citations read author–year and glued values their values. Code
-cells are the chapter's own, in order, the setup cell (removed from the HTML) first; Markdown is
-what Jupyter and Colab render: theorems, proofs and admonitions under a bold title, folds as
-``<details>``, maths as ``$…$`` and ``$$…$$`` (``\\tag{3.4}`` on numbered displays), figure
-captions as text under the cell that draws them. No outputs, kernel ``python3``.
+The HTML build writes ``_build/notebooks/book/NN_name.ipynb`` (and the introduction's) from the
+doctrees it has just resolved (``doctree-resolved``: nothing is read or executed again, a second
+or two for the whole book); the builder ``notebooks`` (``jupyter-book build . --builder custom
+--custom-builder notebooks``) writes only them, from an existing build's environment when the
+configuration is the same. References carry their numbers ("Proposition 3.1", "(3.4)"),
+citations read author–year, glued values their values. Code cells are the page's own, in order,
+the setup cell (removed from the HTML) first; Markdown is what Jupyter and Colab render:
+theorems, proofs and admonitions under a bold title, folds as ``<details>``, maths as ``$…$``
+and ``$$…$$`` (``\\tag{3.4}`` on numbered displays), figure captions as text under the cell
+that draws them. No outputs, kernel ``python3``.
 
 The launch buttons and the edition's links open these notebooks where the workflow publishes
 them: the branch ``notebooks-<ref>`` (:func:`branch`), the tree of ``<ref>`` (``main`` or an
@@ -28,12 +29,9 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.builders import Builder
-from sphinx.util import logging
 
 from bookkit import internals, toc
 from bookkit.edition import SETUP_MARKER, canonical_source, read_repository
-
-logger = logging.getLogger(__name__)
 
 #: The published notebooks' branch is this prefix followed by the ref (``notebooks-main``).
 BRANCH_PREFIX = "notebooks-"
@@ -88,7 +86,7 @@ class Renderer:
 
     def __init__(self, builder: Builder, docname: str):
         self.builder, self.docname = builder, docname
-        self.fignumbers, self.secnumber = internals.numbers(builder.env, docname)
+        self.fignumbers = internals.numbers(builder.env, docname)[0]
         self.secnumbers = internals.section_numbers(builder.env, docname)
         self.site = site(Path(builder.srcdir))
         self.depth = 0
