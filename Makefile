@@ -39,7 +39,7 @@ $(error usage: make grade ASSIGNMENT=NN_name SUBMISSIONS="submissions/*.ipynb" [
 endif
 endif
 .PHONY: help install lock book book-fresh book-students test pytest pytest-fast strict-build clean sync check-sync \
-  bench pdf stress seeds release assignments run grade
+  bench pdf stress seeds release assignments run grade notebooks
 
 help: ## List the targets
 	@echo "Targets:"
@@ -79,10 +79,18 @@ lock: $(STAMP) ## Rewrite constraints.txt: every package installed in .venv, at 
 	@echo "$(LOCK): $$(grep -c '^[^#].*==' $(LOCK)) packages pinned"
 
 book: $(STAMP) ## Write _build/html, executing only the chapters whose code changed (jupyter-cache)
-	rm -rf $(BUILD)/.doctrees
+	rm -rf $(BUILD)/.doctrees $(BUILD)/notebooks
 	BOOK_EXECUTE=cache $(JB) build .
 	@test -f $(BUILD)/html/index.html || { echo "error: $(BUILD)/html/index.html was not written" >&2; exit 1; }
 	@echo "Open $(BUILD)/html/index.html"
+
+# The HTML build writes the reader notebooks too (bookkit.notebooks, from the doctrees it has just
+# resolved: nothing runs twice); this target checks them. Alone, from an existing build's
+# doctrees and the same BOOK_EXECUTE: jupyter-book build . --builder custom --custom-builder notebooks
+notebooks: book ## Reader notebooks for Colab and Binder (plain Markdown, every code cell): _build/notebooks/book/
+	@for md in book/[0-9][0-9]_*.md book/intro.md; do nb=$(BUILD)/notebooks/$${md%.md}.ipynb; \
+	  test -f $$nb || { echo "error: $$nb was not written" >&2; exit 1; }; done
+	@echo "Reader notebooks: $$(ls $(BUILD)/notebooks/book/*.ipynb | wc -l) in $(BUILD)/notebooks/book"
 
 book-fresh: $(STAMP) ## Like make book, but execute every chapter (after a change to gmmlib)
 	rm -rf $(BUILD)/.doctrees $(BUILD)/.jupyter_cache
@@ -109,8 +117,8 @@ pytest: $(STAMP) ## Run the test suite only (an empty collection is a failure to
 pytest-fast: $(STAMP) ## The quick tests only, for a contributor (no build, grading, install or browser)
 	$(PY) -m pytest -n $(WORKERS) -m "not slow"
 
-strict-build: $(STAMP) ## Full build from scratch; any warning fails it
-	rm -rf $(BUILD)/.doctrees $(BUILD)/html
+strict-build: $(STAMP) ## Full build from scratch (and the reader notebooks); any warning fails it
+	rm -rf $(BUILD)/.doctrees $(BUILD)/html $(BUILD)/notebooks
 	$(JB) build . -W -n --keep-going
 	@test -f $(BUILD)/html/index.html || { echo "error: $(BUILD)/html/index.html was not written" >&2; exit 1; }
 

@@ -14,11 +14,8 @@ from sphinx.util.docutils import SphinxDirective
 
 from bookkit import toc
 from bookkit.edition import git, is_development, read_repository, read_version
+from bookkit.notebooks import branch, launch_urls
 from bookkit.pages import para
-
-COLAB = "https://colab.research.google.com/github"
-BINDER = "https://mybinder.org/v2/gh"
-
 
 def edition(root: Path) -> dict[str, str]:
     """Everything the intro says about this edition, read from the files that own it."""
@@ -36,7 +33,7 @@ def edition(root: Path) -> dict[str, str]:
         statement = f"edition {version} of the book, the git tag {tag} of its repository"
     return {
         "version": version, "tag": tag, "url": url, "owner": url.split("/")[-2],
-        "repo": url.split("/")[-1], "chapter": f"{toc.chapters(root)[0]}.ipynb",
+        "repo": url.split("/")[-1], "chapter": toc.chapters(root)[0],
         "title": str(cff["title"]), "authors": authors,
         "year": str(cff.get("date-released", ""))[:4] or str(dt.date.today().year),
         "development": "1" if dev else "", "commit": commit, "statement": statement,
@@ -72,8 +69,8 @@ def pinning(e: dict[str, str], tags: list[str]) -> dict[str, str]:
         # link whose text is its address to "owner/repo")
         "pin_releases": f"[{url.split('://', 1)[-1]}/releases]({url}/releases)",
         "pin_source": f"`{url}/tree/{tag}`",
-        "pin_colab": f"`{COLAB}/{repo}/blob/{tag}/{chapter}`",
-        "pin_binder": f"`{BINDER}/{repo}/{tag}?urlpath=tree/{chapter}`",
+        "pin_colab": f"`{COLAB}/{repo}/blob/notebooks-{tag}/{chapter}`",
+        "pin_binder": f"`{BINDER}/{repo}/notebooks-{tag}?urlpath=tree/{chapter}`",
         "pin_clone": f"`git clone --branch {tag} {url}`",
         "pin_pip": f'`pip install otter-grader==7.0.0 "gmmlib[book] @ git+{url}@{tag}"`',
     }
@@ -100,25 +97,27 @@ def _item(text: str, url: str) -> nodes.list_item:
 
 
 class EditionLinks(SphinxDirective):
-    """A list of this edition's links (source, release, Colab, Binder)."""
+    """A list of this edition's links (source, release, Colab, Binder: a reader notebook)."""
 
     def run(self) -> list[nodes.Node]:
         e = edition(Path(self.env.srcdir))
-        tag, url, repo, chapter = e["tag"], e["url"], f"{e['owner']}/{e['repo']}", e["chapter"]
-        colab = f"{COLAB}/{repo}/blob/{tag}/{chapter}"
-        binder = f"{BINDER}/{repo}/{tag}?urlpath=tree/{chapter}"
+        tag, url = e["tag"], e["url"]
+        launch = launch_urls(Path(self.env.srcdir), e["chapter"])
+        colab, binder = launch["Colab"], launch["Binder"]
+        tag_or_branch = branch(Path(self.env.srcdir))
         if e["development"]:
             items = [(f"The text and code of the development version (branch {tag}): ",
                       f"{url}/tree/{tag}"),
                      ("The released editions, each with its PDF, verification ledger and HTML "
                       "(pin one of these for a course): ", f"{url}/releases"),
-                     (f"A chapter in Colab (gmmlib installed from {tag}): ", colab)]
+                     (f"A chapter in Colab (its reader notebook, branch {tag_or_branch}; "
+                      f"gmmlib installed from {tag}): ", colab)]
         else:
             items = [("The text and code of this edition: ", f"{url}/tree/{tag}"),
                      ("Its release, with the PDF, the verification ledger and the HTML: ",
                       f"{url}/releases/tag/{tag}"),
-                     ("A chapter of this edition in Colab (gmmlib installed from the same "
-                      "tag): ", colab)]
+                     (f"A chapter of this edition in Colab (its reader notebook, branch "
+                      f"{tag_or_branch}; gmmlib installed from the tag): ", colab)]
         items.append(("The same chapter on Binder: ", binder))
         return [nodes.bullet_list("", *(_item(text, link) for text, link in items))]
 

@@ -85,3 +85,21 @@ def kernels_over_ipc(folder: str) -> None:
             self.ip = f"{folder}/{uuid.uuid4().hex[:12]}"
 
     KernelManager.__init__, KernelManager._bookkit_ipc = __init__, True
+
+
+@_reads("sphinx", "env.toc_secnumbers")
+def section_numbers(env: Any, doc: str) -> dict[str, tuple[int, ...]]:
+    """Sphinx: a page's section numbers ``{"#anchor": (3, 2)}`` (``""``: the page's title)."""
+    return {anchor: tuple(n) for anchor, n in env.toc_secnumbers.get(doc, {}).items()}
+
+
+@_reads("sphinx-book-theme", "context['header_buttons'] (the launch-buttons group)")
+def launch_buttons(context: dict[str, Any]) -> list[dict[str, Any]]:
+    """sphinx-book-theme: the launch buttons of a page (``{"text": "Colab", "url": …}``, the
+    dicts its template reads), ``[]`` on a page without them."""
+    groups = [b for b in context["header_buttons"] if b.get("label") == "launch-buttons"]
+    buttons = [button for group in groups for button in group["buttons"]]
+    missing = [key for button in buttons for key in ("url", "text") if key not in button]
+    if missing:
+        raise KeyError(missing[0])
+    return buttons

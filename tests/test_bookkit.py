@@ -149,8 +149,9 @@ x = 1
 
 
 def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
-    """Sphinx, sphinx-proof, sphinx-exercise and myst-nb: an upgrade that moves one fails here,
-    naming the package and its version (bookkit.internals raises InternalsChanged)."""
+    """Sphinx, sphinx-proof, sphinx-exercise, myst-nb and sphinx-book-theme: an upgrade that
+    moves one fails here, naming the package and its version (bookkit.internals raises
+    InternalsChanged)."""
     from sphinx.application import Sphinx
 
     from bookkit import internals
@@ -160,14 +161,28 @@ def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
     (tmp_path / "pic.png").write_bytes(b"")
     (tmp_path / "conf.py").write_text(
         "extensions = ['myst_nb', 'sphinx_proof', 'sphinx_exercise']\nnumfig = True\n"
-        "nb_execution_mode = 'force'\nsuppress_warnings = ['image.not_readable']\n")
+        "nb_execution_mode = 'force'\nsuppress_warnings = ['image.not_readable']\n"
+        "html_theme = 'sphinx_book_theme'\nhtml_theme_options = {'repository_url': "
+        "'https://github.com/o/r', 'repository_branch': 'main', 'launch_buttons': {"
+        "'colab_url': 'https://colab.research.google.com', 'binderhub_url': "
+        "'https://mybinder.org'}}\n")
     app = Sphinx(tmp_path, tmp_path, tmp_path / "_build", tmp_path / "_doctrees", "html",
                  status=None, warning=None, freshenv=True)
+    buttons = {}
+    app.connect("html-page-context", lambda app, page, template, context, doctree:
+                buttons.update({page: internals.launch_buttons(context)}), priority=600)
     app.build()
+    assert {b["text"]: b["url"] for b in buttons["page"]} == {
+        "Binder": "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/page.md",
+        "Colab": "https://colab.research.google.com/github/o/r/blob/main/page.md"}, \
+        f"sphinx-book-theme {version('sphinx-book-theme')}: the launch buttons in its context"
+    assert buttons["index"] == [], "a page that is not a notebook has no launch button"
     env = app.env
     figures, section = internals.numbers(env, "page")
     assert section == (1,) and figures["figure"] == {"fig-a": (1, 1)}, \
         f"sphinx {version('sphinx')}: env.toc_fignumbers / toc_secnumbers"
+    assert internals.section_numbers(env, "page")[""] == (1,), \
+        f"sphinx {version('sphinx')}: env.toc_secnumbers"
     assert internals.proofs(env) == {"lem-a": {"docname": "page", "kind": "lemma",
                                                "countertype": "lemma"}}, \
         f"sphinx-proof {version('sphinx-proof')}: env.proof_list"

@@ -459,9 +459,12 @@ def test_launch_buttons_point_at_the_chapter_notebook(chapter):
     colab = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', html)
     binder = re.findall(r'href="(https://mybinder\.org/[^"]+)"', html)
     assert colab and binder, f"{chapter}: missing Colab or Binder launch button"
+    # the chapter's reader notebook, on the branch the workflow publishes (bookkit.notebooks;
+    # tests/test_reader_notebooks.py checks the notebooks)
     branch = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["branch"]
-    assert all(u.endswith(f"/blob/{branch}/book/{chapter}.ipynb") for u in colab), colab
-    assert all(u.endswith(f"urlpath=tree/book/{chapter}.ipynb") for u in binder), binder
+    assert all(u.endswith(f"/blob/notebooks-{branch}/book/{chapter}.ipynb") for u in colab), colab
+    assert all(u.endswith(f"/notebooks-{branch}?urlpath=tree/book/{chapter}.ipynb")
+               for u in binder), binder
 
 
 def test_intro_cites_and_links_this_edition():
@@ -489,8 +492,8 @@ def test_intro_cites_and_links_this_edition():
     for link in (
         f"{url}/tree/{ref}",
         release,
-        f"https://colab.research.google.com/github/{owner_repo}/blob/{ref}/book/",
-        f"https://mybinder.org/v2/gh/{owner_repo}/{ref}?urlpath=tree/book/",
+        f"https://colab.research.google.com/github/{owner_repo}/blob/notebooks-{ref}/book/",
+        f"https://mybinder.org/v2/gh/{owner_repo}/notebooks-{ref}?urlpath=tree/book/",
     ):
         assert f'href="{link}' in html, f"intro.html has no link to {link}"
         assert link.split("://")[1] in text, (

@@ -1,18 +1,21 @@
-"""The path of a Colab reader, in CI: a chapter run outside the repository, in a fresh
-environment, whose first cell installs gmmlib from the repository.
+"""The path of a Colab reader, in CI: a chapter's reader notebook run outside the repository, in
+a fresh environment, whose first cell installs gmmlib from the repository.
 
-The test clones the repository's current commit (``git clone``: committed files only), copies
-one chapter's ``.ipynb`` from the clone into an empty folder outside it, and points the
-chapter's setup cell at the clone: ``REPO`` becomes ``file://<clone>`` and ``REF`` the commit's
-sha, in place of the GitHub URL and ``main``. It creates a fresh virtual environment (Python
-3.11) holding only what Colab already has and the book does not install, torch (the CPU build)
-and a Jupyter kernel, and executes the chapter there with nbclient, its working directory the
-folder outside the repository. The setup cell must then install ``gmmlib[book]`` itself; the test
-fails if the install or any cell fails, and reports how long each step took.
+The reader notebook is what the launch buttons open (``bookkit.notebooks``, written by the build
+into ``_build/notebooks/book/``), so this test reads the built book (``--built``: ``make test``
+runs it after the build). It clones the repository's current commit (``git clone``: committed
+files only), copies one chapter's reader notebook into an empty folder outside the repository
+and the clone, and points its setup cell at the clone: ``REPO`` becomes ``file://<clone>`` and
+``REF`` the commit's sha, in place of the GitHub URL and ``main``. It creates a fresh virtual
+environment (Python 3.11) holding only what Colab already has and the book does not install,
+torch (the CPU build) and a Jupyter kernel, and executes the chapter there with nbclient, its
+working directory the folder outside the repository. The setup cell must then install
+``gmmlib[book]`` itself; the test fails if the install or any cell fails, and reports how long
+each step took.
 
 On this machine pip finds torch 2.13.0's CPU wheel in its configured wheel folder; on GitHub
 the workflow sets ``TORCH_INDEX`` to PyTorch's CPU wheel index. Skip locally with
-``pytest -k "not colab"``; ``make test`` and CI run it.
+``pytest --built -k "not colab"``; ``make test`` and CI run it.
 """
 
 from __future__ import annotations
@@ -29,8 +32,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# a chapter that executes in about ten seconds and uses torch, widgets and the checks
+# a chapter that executes in about ten seconds and uses torch, widgets and the checks: its
+# reader notebook, as the build wrote it
 CHAPTER = "book/09_iterated_denoiser.ipynb"
+READER = ROOT / "_build" / "notebooks" / CHAPTER
+pytestmark = pytest.mark.built
 TORCH = "torch==2.13.0"
 SETUP_LINE = re.compile(r'^(\s*)REPO = "[^"]*"\n\s*REF = "[^"]*"$', re.M)
 
@@ -114,7 +120,8 @@ def test_a_chapter_runs_outside_the_repository_in_a_fresh_environment(tmp_path):
     # the reader's folder: only the notebook, far from the repository and from the clone
     reader = tmp_path / "reader"
     reader.mkdir()
-    notebook = json.loads((clone / CHAPTER).read_text(encoding="utf-8"))
+    assert READER.is_file(), f"{READER} is missing: build the book first (make notebooks)"
+    notebook = json.loads(READER.read_text(encoding="utf-8"))
     first = next(c for c in notebook["cells"] if c["cell_type"] == "code")
     source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
     assert SETUP_LINE.search(source), "the setup cell has no `REPO = ...`, `REF = ...` lines"
@@ -190,5 +197,11 @@ def test_a_chapter_runs_outside_the_repository_in_a_fresh_environment(tmp_path):
 
 
 def test_the_chapter_under_test_exists_and_has_the_setup_cell():
-    text = (ROOT / CHAPTER).read_text(encoding="utf-8")
+    notebook = json.loads(READER.read_text(encoding="utf-8"))
+    first = notebook["cells"][0]
+    text = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
+    assert first["cell_type"] == "code", "the reader notebook opens with the setup cell"
     assert "# Run this chapter:" in text and "REPO = " in text and "REF = " in text
+    markdown = [c for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    assert markdown and not any("```{" in "".join(c["source"]) for c in markdown), (
+        "the notebook under test is a reader notebook (plain Markdown), not the MyST pair")

@@ -117,6 +117,59 @@ def test_workflow_publishes_main_to_pages_with_the_official_actions():
     assert "_build/html _site" in runs and "book.pdf" in runs and "_build/ledger.json" in runs
 
 
+def test_workflow_publishes_the_reader_notebooks_where_the_buttons_open_them():
+    """main's on notebooks-main after the tests, an edition's on notebooks-vX.Y.Z with its
+    release; the branch prefix is bookkit.notebooks' (the launch buttons')."""
+    from bookkit.notebooks import BRANCH_PREFIX
+
+    flow = _book_workflow()
+    test, job = flow["jobs"]["test"], flow["jobs"]["notebooks"]
+    assert "actions/upload-artifact" in _uses(test) and "path': '_build/notebooks'" in str(test)
+    assert job["needs"] == "test" and "refs/heads/main" in job["if"]
+    assert job["permissions"] == {"contents": "write"}, "only this job and the release write"
+    assert f'.ci/publish-notebooks "{BRANCH_PREFIX}${{GITHUB_REF_NAME}}"' in _runs(job)
+    assert "cp -r _build/notebooks edition/notebooks" in _runs(flow["jobs"]["release-build"])
+    assert f'.ci/publish-notebooks "{BRANCH_PREFIX}v${{VERSION}}"' in _runs(
+        flow["jobs"]["release"])
+
+
+def test_publish_notebooks_pushes_the_commit_with_the_reader_notebooks(tmp_path):
+    """.ci/publish-notebooks on a throwaway repository: the branch is the commit's tree with the
+    reader notebooks in place of the pairs (binder/ kept), one commit on top, force-pushed."""
+    def git(*args: str, cwd: Path = tmp_path / "work") -> str:
+        run = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                             cwd=cwd, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    (tmp_path / "work" / "book").mkdir(parents=True)
+    (tmp_path / "work" / "binder").mkdir()
+    git("init", "-q", "--bare", str(tmp_path / "origin.git"), cwd=tmp_path)
+    (tmp_path / "work" / "book" / "01_a.ipynb").write_text("the pair")
+    (tmp_path / "work" / "binder" / "requirements.txt").write_text("-e .")
+    git("init", "-q", "-b", "main")
+    git("add", ".")
+    git("commit", "-q", "-m", "source")
+    git("remote", "add", "origin", str(tmp_path / "origin.git"))
+    git("push", "-q", "origin", "main")
+    sha = git("rev-parse", "HEAD")
+    (tmp_path / "nb" / "book").mkdir(parents=True)
+    (tmp_path / "nb" / "book" / "01_a.ipynb").write_text("the reader notebook")
+    script = ROOT / ".ci" / "publish-notebooks"
+    for _ in range(2):  # a second run replaces the branch (force-push)
+        run = subprocess.run(["bash", str(script), "notebooks-main", sha, str(tmp_path / "nb")],
+                             cwd=tmp_path / "work", capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+    origin = tmp_path / "origin.git"
+    assert git("show", "notebooks-main:book/01_a.ipynb", cwd=origin) == "the reader notebook"
+    assert git("show", "notebooks-main:binder/requirements.txt", cwd=origin) == "-e ."
+    assert git("rev-parse", "notebooks-main~1", cwd=origin) == sha
+    assert git("show", "main:book/01_a.ipynb", cwd=origin) == "the pair", "main is untouched"
+    empty = subprocess.run(["bash", str(script), "notebooks-x", sha, str(tmp_path / "none")],
+                           cwd=tmp_path / "work", capture_output=True, text=True)
+    assert empty.returncode == 1 and "no reader notebook" in empty.stderr
+
+
 def test_readme_says_where_the_book_is_published():
     owner, name = _repository()
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
