@@ -171,8 +171,10 @@ assert np.all(np.abs(np.asarray(excess) - _ref) <= 1e-8)
 U11 = np.array([[1.0, 0.5], [-0.3, 0.8]])
 u21, v21, v22 = np.array([0.2, -0.4]), np.zeros(2), 0.7
 theta = (U11, u21, v21, v22)  # the blocks (U₁₁, u₂₁, v₂₁, v₂₂)
+# BEGIN SOLUTION
 # the blocks of Jᵀφ: u₂₁ gives φ_s = 0, v₂₂ gives φ_b = 2φ_r, v₂₁ gives ΓU₁₁φ_w = −(m₁ + m₋₁)φ_r
-phi_w = -np.linalg.solve(G @ U11, m_pos + m_neg)  # SOLUTION
+phi_w = -np.linalg.solve(G @ U11, m_pos + m_neg)
+# END SOLUTION
 phi = np.concatenate([phi_w, [2.0, 1.0], np.zeros(2)])  # SOLUTION
 
 # %% [raw]
