@@ -126,8 +126,8 @@ assert abs(p4 + 4 / 3) < 1e-12
 # **Question 2** (a variant of Exercise ex-06-floor). Write `sgd_floor(eta, B, H)`, the noise
 # floor $\mathbb E[R(\theta_k) - R^\star]$ of eq-06-sgd-floor for a Hessian `H` given as a
 # symmetric positive semi-definite matrix (not its eigenvalues), step `eta` and batch `B`,
-# *without* assuming $\eta\lambda_i\ll1$. Then give `eta_max`, the largest step for which the
-# linearised SGD of rem-06-sgd-floor has a stationary covariance with the matrix `H_ex` below.
+# *without* assuming $\eta\lambda_i\ll1$. Then give `eta_max`, the supremum of the steps for
+# which the linearised SGD of rem-06-sgd-floor has a stationary covariance, for `H_ex` below.
 
 # %% [raw]
 # # BEGIN SOLUTION
