@@ -350,7 +350,7 @@ assert abs(c4 - _c4) <= 1e-5 * _c4
 # $t^{-2}$ for $\pi_+\neq\frac12$). (c) The heuristic assumes the flow has relaxed the normal
 # directions and then moves along the valley floor with a bounded metric and a direction that
 # does not turn; none of this is proved. The risk is real analytic, so Łojasiewicz's inequality
-# holds; with exponent $\alpha = 1/(2k) = \frac16$ it gives only an upper bound
+# holds; with exponent $\vartheta = 1/(2k) = \frac16$ it gives only an upper bound
 # $R - R^*\le Ct^{-3/2}$ (and convergence to a point for a flow that stays near $\Theta_2$), not a
 # matching lower bound, so the rate itself is not proved.
 #
