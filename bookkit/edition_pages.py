@@ -14,7 +14,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from bookkit import toc
 from bookkit.edition import git, is_development, read_repository, read_version
-from bookkit.notebooks import branch, launch_urls
+from bookkit.notebooks import BRANCH_PREFIX, BINDER, COLAB, branch, launch_urls
 from bookkit.pages import para
 
 def edition(root: Path) -> dict[str, str]:
@@ -69,8 +69,9 @@ def pinning(e: dict[str, str], tags: list[str]) -> dict[str, str]:
         # link whose text is its address to "owner/repo")
         "pin_releases": f"[{url.split('://', 1)[-1]}/releases]({url}/releases)",
         "pin_source": f"`{url}/tree/{tag}`",
-        "pin_colab": f"`{COLAB}/{repo}/blob/notebooks-{tag}/{chapter}`",
-        "pin_binder": f"`{BINDER}/{repo}/notebooks-{tag}?urlpath=tree/{chapter}`",
+        "pin_colab": f"`{COLAB.rstrip('/')}/github/{repo}/blob/{BRANCH_PREFIX}{tag}/{chapter}`",
+        "pin_binder": (f"`{BINDER.rstrip('/')}/v2/gh/{repo}/{BRANCH_PREFIX}{tag}"
+                       f"?urlpath=tree/{chapter}`"),
         "pin_clone": f"`git clone --branch {tag} {url}`",
         "pin_pip": f'`pip install otter-grader==7.0.0 "gmmlib[book] @ git+{url}@{tag}"`',
     }

@@ -798,7 +798,7 @@ def test_the_instructors_links_name_this_repository_and_a_real_tag():
     none_yet = edition_pages.pinning(dev, [])
     assert "no edition had been tagged yet" in none_yet["pin_status"]
     assert none_yet["pin_source"] == f"`https://github.com/{owner}/{name}/tree/vX.Y.Z`"
-    assert f"/github/{owner}/{name}/blob/vX.Y.Z/book/" in none_yet["pin_colab"]
+    assert f"/github/{owner}/{name}/blob/notebooks-vX.Y.Z/book/" in none_yet["pin_colab"]
     assert f"git+https://github.com/{owner}/{name}@vX.Y.Z" in none_yet["pin_pip"]
     assert none_yet["pin_releases"] == (f"[github.com/{owner}/{name}/releases]"
                                         f"(https://github.com/{owner}/{name}/releases)")
