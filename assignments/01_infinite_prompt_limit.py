@@ -312,8 +312,8 @@ lo, hi = 0.0, 10.0                     # C grows with κ: bisect C(κ)/0.05² = 
 while hi - lo > 1e-9:
     mid = (lo + hi) / 2
     lo, hi = (mid, hi) if C_of_kappa(mid) / 0.05**2 <= 20_000 else (lo, mid)
-kappa_max = lo
 # END SOLUTION
+kappa_max = lo  # SOLUTION
 
 # %% [raw]
 # # END SOLUTION

@@ -185,12 +185,13 @@ def risk_star(L, eigenvalues, xi):
     # END SOLUTION
 
 
-# BEGIN SOLUTION
 lam_q, xi_q = np.array([1.0, 1.0, 0.2, 0.05]), 0.5
-L_one_percent = 1
-while risk_star(L_one_percent, lam_q, xi_q) - xi_q**2 > 0.01 * lam_q.sum():
-    L_one_percent += 1
+# BEGIN SOLUTION
+L = 1
+while risk_star(L, lam_q, xi_q) - xi_q**2 > 0.01 * lam_q.sum():
+    L += 1
 # END SOLUTION
+L_one_percent = L  # SOLUTION
 
 # %% [raw]
 # # END SOLUTION
@@ -293,10 +294,11 @@ def C_bar(d, s):       # on the family: ((d + ξ²)(1 − 2c²) + c²d) / (c²(1
 
 fits = [minimize_scalar(lambda s: C_bar(d, s), bounds=(1e-4, 0.4999), method="bounded",
                         options={"xatol": 1e-10}) for d in dims]
-c2_opt = np.array([f.x for f in fits])
-C_min = np.array([f.fun for f in fits])
-ratio = C_min / (dims * (dims + 1) + dims * xi2)   # lim L(R*_L − ξ²) = Σ(λᵢ + tr Σ + ξ²)
+linear_constant = dims * (dims + 1) + dims * xi2     # lim L(R*_L − ξ²) = Σ(λᵢ + tr Σ + ξ²)
 # END SOLUTION
+c2_opt = np.array([f.x for f in fits])  # SOLUTION
+C_min = np.array([f.fun for f in fits])  # SOLUTION
+ratio = C_min / linear_constant  # SOLUTION
 
 # %% [raw]
 # # END SOLUTION
