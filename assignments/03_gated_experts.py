@@ -325,7 +325,7 @@ fractions = np.array([effective_sample_fraction(mix, z_q, w * U) for w in omegas
 _G = np.array([[[1.0, 0.3], [0.3, 0.5]]])
 assert np.isclose(kish_fraction([1.0], [[0.5, -0.5]], _G, np.array([0.8, 0.6])),
                   np.exp(-np.array([0.8, 0.6]) @ _G[0] @ np.array([0.8, 0.6]))), \
-    "for one Gaussian the fraction must be e^{−aᵀΓa} (Exercise ex-01-warmup-lognormal)"
+    "for one Gaussian the fraction must be e^{−aᵀΓa} (Kish's fraction of Chapter 1)"
 assert np.isclose(kish_fraction(mix.weights, mix.means, mix.covs, np.zeros(2)), 1), \
     "at a = 0 the weights are equal: the fraction must be 1"
 assert np.shape(fractions) == (4,) and np.all((0 < fractions) & (fractions <= 1)), \
