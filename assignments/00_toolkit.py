@@ -134,8 +134,8 @@ assert np.isclose(tilted_draws(_G, np.zeros((2, 2)), _V, np.ones(2), 2000), 2000
 # expected values from gmmlib's closed forms, computed here: softmax_attention_limit (the
 # tilted mean) and finite_prompt_mse (C(z) of cor-01-gaussian); the answers are closed forms,
 # exact up to round-off (~1e-15 relative), the book's method too; rtol 1e-9 is far above that
-# and 1e5 times below the near miss (the mean forgotten: off by ‖Vm‖ ≥ 0.5; Kish's count:
-# off by a factor 1 + ‖VΓa‖²/tr(VΓVᵀ) ≥ 1.1 at these inputs)
+# and 1e7 times below the near miss (the mean forgotten: off by ‖Vm‖ ≥ 0.42; Kish's count:
+# off by a factor 1 + ‖VΓa‖²/tr(VΓVᵀ) of 2.59 and 1.06 at these inputs)
 from gmmlib import softmax_attention_limit
 from gmmlib.limits import finite_prompt_mse
 
