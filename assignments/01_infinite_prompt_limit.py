@@ -384,7 +384,9 @@ assert abs(kappa_max - _k) <= 1.1e-3, f"kappa_max: off by {kappa_max - _k:.3g}"
 # %% [markdown]
 # **Question 4** (free response, about Question 2). Scale the tilt, $a = \omega a_0$ with
 # $a_0 = (1.5, -0.5)$, and let $\omega\to\infty$: compute `uniform_constant(omega * a0)` for
-# $\omega = 1, 10, 100$. For a Gaussian prompt $C$ grows like $e^{\kappa}$, $\kappa\propto\omega^2$.
+# $\omega = 1, 10, 100$ (with a closed form, or with a quadrature whose convergence you check: at
+# $\omega = 100$ the tilted law lives within about $1/100$ of a corner, and a 20-node rule is far
+# off there). For a Gaussian prompt $C$ grows like $e^{\kappa}$, $\kappa\propto\omega^2$.
 # What does $C$ do for the uniform prompt, and *why* does a bounded prompt escape the
 # exponential price of sharp attention? Explain with the two factors of $C$: Kish's factor
 # $e^{\Lambda(2a) - 2\Lambda(a)}$ and the spread of the tilted law.

@@ -239,9 +239,10 @@ assert (risk_star(L_one_percent, lam_q, xi_q) - xi_q**2 <= 0.01 * lam_q.sum()
 # %%
 # HIDDEN
 # gmmlib's optimal_finite_prompt_linear_risk (through the optimal map Γ*_L with the noise,
-# a matrix inverse), computed here; closed forms, round-off ~1e-15: rtol 1e-9, 1e7 times below
-# the near miss (ξ² left out of t: off by 1.6 % at L = 50 below). L_one_percent by a scan of that
-# risk: an exact integer; the excess crosses 1 % with a margin of 1e-3 relative between 529 and
+# a matrix inverse), computed here; closed forms, round-off ~1e-15: rtol 1e-9, over 3·10⁶ times
+# below the near miss (ξ² left out of t: off by 2.4 % to 3.5 % at L = 50 below, and by at least
+# 0.37 % at every tested L). L_one_percent by a scan of that
+# risk: an exact integer; the excess crosses 1 % with a margin of about 1e-3 relative between 529 and
 # 530, far above round-off (the near miss gives 487; the isotropic 99(d + 1) gives 495)
 from gmmlib.regression import optimal_finite_prompt_linear_risk
 
