@@ -242,8 +242,8 @@ assert (risk_star(L_one_percent, lam_q, xi_q) - xi_q**2 <= 0.01 * lam_q.sum()
 # a matrix inverse), computed here; closed forms, round-off ~1e-15: rtol 1e-9, over 3·10⁶ times
 # below the near miss (ξ² left out of t: off by 2.4 % to 3.5 % at L = 50 below, and by at least
 # 0.37 % at every tested L). L_one_percent by a scan of that
-# risk: an exact integer; the excess crosses 1 % with a margin of about 1e-3 relative between 529 and
-# 530, far above round-off (the near miss gives 487; the isotropic 99(d + 1) gives 495)
+# risk: an exact integer; the excess crosses 1 % with a margin of about 1e-3 relative between
+# 529 and 530, far above round-off (the near miss gives 487; the isotropic 99(d + 1) gives 495)
 from gmmlib.regression import optimal_finite_prompt_linear_risk
 
 for _lam, _xi in [([1.0, 0.5, 0.25], 0.6), ([2.0, 0.1], 1.3), ([1.0, 1.0, 0.2, 0.05], 0.5)]:

@@ -313,9 +313,11 @@ assert abs(K_zeta - _K) <= 1e-8 * _K
 # points: 3
 
 # %% [markdown]
-# **Question 4** (free response; thm-05-saddles). At the head `theta` of Question 2, suppose the
-# gradient of the effective risk happens to be a multiple of your `phi`,
-# $\nabla\tilde R(\Phi(\theta)) = c\,\phi$ with $c\neq0$. (a) Show that $\theta$ is then a
+# **Question 4** (free response; thm-05-saddles). Let $\theta$ be a head with $v_{21} = 0$ and
+# $U_{11}$ invertible, $\phi$ its kernel vector as in Question 2, and suppose the gradient of the
+# effective risk is a multiple of it, $\nabla\tilde R(\Phi(\theta)) = c\,\phi$ with $c\neq0$ (such
+# heads exist: the chapter builds one in C1; the head of Question 2 is not one). (a) Show that
+# $\theta$ is then a
 # critical point of $R = \tilde R\circ\Phi$. (b) Is it a minimum? Explain which direction of
 # $\theta$ lowers the risk, and why it must move $U_{11}$ and $v_{21}$ together. (c) Why does this
 # not contradict thm-05-landscape, which says $\tilde R$ has no spurious critical point?

@@ -96,7 +96,7 @@ assert isinstance(p4, float) and p4 < 0, "p4 must be a negative float: the exces
 # HIDDEN
 # the ODE integrated by scipy (DOP853, rtol 1e-12, atol 1e-15) with an event at ε = ε₀/2, at six
 # (c, k, ε₀); its error is ~1e-11 relative, the tolerance 1e-7 relative; the near miss (factor
-# 2k − 2 dropped) is off by a factor 2 to 6. The exponent −k/(k − 1) at k = 4 to 1e-12
+# 2k − 2 dropped) is off by a factor 2 to 8. The exponent −k/(k − 1) at k = 4 to 1e-12
 from scipy.integrate import solve_ivp
 
 for _c, _k, _e0 in ((1.0, 2, 1.0), (0.3, 3, 0.4), (2.0, 4, 0.9), (0.7, 2, 0.2), (1.3, 5, 1.1),
@@ -178,7 +178,7 @@ assert 0 < eta_max < 10, "eta_max must be a positive step"
 # HIDDEN
 # the stationary covariance of the linearised SGD q' = (I − ηH)q − ηn, Cov n = H/B, solved
 # numerically (scipy's discrete Lyapunov solver, no eigen-decomposition), then ½ tr(HP), for
-# H_ex and a random H at three steps (ηλ_max up to 1.6); solver round-off ~1e-14, tolerance
+# H_ex and a random H at three steps (ηλ_max up to 1.87); solver round-off ~1e-14, tolerance
 # 1e-9 relative; the near miss is off by a factor 3 at η = 0.4. η_max: the Lyapunov equation
 # has a positive definite solution iff the spectral radius of I − ηH is below 1
 from scipy.linalg import solve_discrete_lyapunov
