@@ -350,7 +350,8 @@ assert abs(c4 - _c4) <= 1e-5 * _c4
 # $t^{-2}$ for $\pi_+\neq\frac12$). (c) The heuristic assumes the flow has relaxed the normal
 # directions and then moves along the valley floor with a bounded metric and a direction that
 # does not turn; none of this is proved. The risk is real analytic, so Łojasiewicz's inequality
-# holds; with exponent $\vartheta = 1/(2k) = \frac16$ it gives only an upper bound
+# holds with some exponent; with the exponent $\vartheta = 1/(2k) = \frac16$ that the model
+# suggests (itself not proved here) it gives only an upper bound
 # $R - R^*\le Ct^{-3/2}$ (and convergence to a point for a flow that stays near $\Theta_2$), not a
 # matching lower bound, so the rate itself is not proved.
 #
@@ -360,7 +361,8 @@ assert abs(c4 - _c4) <= 1e-5 * _c4
 # - 1 point: the exponents $t^{-1/4}$ (distance) and $t^{-3/2}$ (excess), from $k = 3$ in
 #   $\varepsilon\sim t^{-1/(2k-2)}$ and $t^{-k/(k-1)}$ (half a point for one of the two).
 # - 1 point: the heuristic's unproved assumptions (motion along the floor, bounded metric), and
-#   Łojasiewicz gives an upper bound on the excess, not the rate (half a point for either).
+#   Łojasiewicz gives an upper bound on the excess (with whatever exponent holds), not the rate
+#   (half a point for either).
 
 # %% [raw]
 # # END SOLUTION

@@ -313,8 +313,9 @@ for _om in (0.5, 1.0, 3.0):
 # null set: a half-plane is convex, while the midpoint of $(2, 1)$ and $(-1, -2)$ is $(0.5,
 # -0.5)$, where $x_1x_2 < 0$, and the same holds for small balls around these points; so every
 # affine rule disagrees with the Bayes rule on a set of positive probability and is strictly
-# worse. (b) Softmax attention selects: the weights $e^{z'^\top Uz}$ concentrate on the tokens of
-# the blob nearest the query, so the readout is a local average of labels,
+# worse. (b) Softmax attention selects: the weights $e^{z'^\top Uz}$ tilt the prompt towards the
+# component whose mean is nearest the query (the gate grows like $e^{m_k^\top x/\gamma^2}$ and the
+# means have equal norms), softly at $\omega = 1$, so the readout is a gated average of labels,
 # $\tanh(\ell_1x_1/\gamma^2)\tanh(\ell_2x_2/\gamma^2)$ in the limit, a non-linear function of $x$
 # whose sign is the Bayes rule; its normalisation makes the output query-dependent convex
 # combinations of the components' labels (gated experts), which no fixed affine score can be.
