@@ -4,6 +4,8 @@ import argparse
 import importlib
 import sys
 
+from bookkit.toc import NoBook
+
 #: command: (module, what it does); each module's ``main(argv)`` parses the rest with argparse
 COMMANDS = {
     "run": ("run", "execute chapters in fresh kernels: time, peak memory, the failing cell "
@@ -37,7 +39,11 @@ def main(argv: list[str]) -> int:
     module = importlib.import_module(f"bookkit.{COMMANDS[args.command][0]}")
     # bookkit.edition's parser takes the command itself (sync or release) as its first argument
     rest = [args.command, *args.args] if COMMANDS[args.command][0] == "edition" else args.args
-    return module.main(rest)
+    try:
+        return module.main(rest)
+    except NoBook as exc:  # run outside a book: one line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

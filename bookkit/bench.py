@@ -13,7 +13,7 @@ RANDOM_DRAW = re.compile(r"\bseeds\.(rng|int)\(")
 
 def budget() -> dict[str, float]:
     """The run-time budget, stated once: ``parse.myst_substitutions`` of ``_config.yml``."""
-    subs = run.CONFIG["parse"]["myst_substitutions"]
+    subs = run.config()["parse"]["myst_substitutions"]
     return {"chapter_s": float(subs["chapter_budget_s"]), "book_s": float(subs["book_budget_s"])}
 
 
@@ -74,9 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each chapter")
     parser.add_argument("--seeds", type=int, nargs="+", help="base seeds to run under")
     parser.add_argument("--workers", type=int, default=1, help="chapters run at once")
-    parser.add_argument("--out", type=Path, default=toc.ROOT / "_build" / "bench.json")
+    parser.add_argument("--out", type=Path, default=Path("_build") / "bench.json")
     args = parser.parse_args(argv)
-    paths = [p.resolve() for p in args.notebooks] or [toc.ROOT / f"{c}.md" for c in toc.chapters()]
+    root = toc.find_root()
+    paths = [p.resolve() for p in args.notebooks] or [root / f"{c}.md" for c in toc.chapters(root)]
     skipped = [p.stem for p in paths if args.seeds and not draws_random_numbers(p)]
     variants = [{"GMMLIB_SEED": str(s)} for s in args.seeds or []] or [{}] * args.repeat
     report = sweep([p for p in paths if p.stem not in skipped], variants, args.workers)

@@ -119,9 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bookkit pdf", description="Print the book built in _build/html (but "
         "its API and execution pages) as one A4 PDF, _build/pdf/book.pdf, with the system's "
         "Chromium. `make pdf` builds the book first.")
-    parser.add_argument("--html", type=Path, default=toc.ROOT / "_build" / "html",
+    parser.add_argument("--html", type=Path, default=Path("_build") / "html",
                         help="the built HTML (default: _build/html)")
-    parser.add_argument("--out", type=Path, default=toc.ROOT / "_build" / "pdf" / "book.pdf",
+    parser.add_argument("--out", type=Path, default=Path("_build") / "pdf" / "book.pdf",
                         help="the PDF to write (default: _build/pdf/book.pdf)")
     args = parser.parse_args(argv)
     html, out = args.html, args.out

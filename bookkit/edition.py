@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 SETUP_MARKER = "# Run this chapter:"
 VERSION = r'^__version__ = "([^"]*)"$'
 SETUP_TAG = "remove-cell"
@@ -44,14 +43,23 @@ except ImportError:  # only outside the repository
     import gmmlib  # noqa: F401"""
 
 
-def read_version(root: Path = ROOT) -> str:
+def _root(root: Path | None) -> Path:
+    """``root``, or the book found from the working directory (bookkit.toc.find_root)."""
+    from .toc import find_root
+
+    return find_root(root)
+
+
+def read_version(root: Path | None = None) -> str:
     """``gmmlib.__version__``, read from ``gmmlib/__init__.py`` without importing gmmlib."""
+    root = _root(root)
     text = (root / "gmmlib" / "__init__.py").read_text(encoding="utf-8")
     return re.search(VERSION, text, re.M)[1]
 
 
-def read_repository(root: Path = ROOT) -> tuple[str, str]:
+def read_repository(root: Path | None = None) -> tuple[str, str]:
     """``(repository.url, repository.branch)`` of ``_config.yml``."""
+    root = _root(root)
     import yaml
 
     repo = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]
@@ -62,8 +70,9 @@ def is_development(version: str) -> bool:
     return ".dev" in version
 
 
-def canonical_source(root: Path = ROOT) -> str:
+def canonical_source(root: Path | None = None) -> str:
     """The setup cell for the repository and the edition configured under ``root``."""
+    root = _root(root)
     (url, branch), version = read_repository(root), read_version(root)
     ref, what = ((branch, f"the development version, from the branch {branch}")
                  if is_development(version) else
@@ -71,13 +80,15 @@ def canonical_source(root: Path = ROOT) -> str:
     return SETUP_CELL.replace("<URL>", url).replace("<REF>", ref).replace("<WHAT>", what)
 
 
-def chapters(root: Path = ROOT) -> list[Path]:
+def chapters(root: Path | None = None) -> list[Path]:
     """The chapters' MyST sources on disk, ``book/NN_*.md``, sorted."""
+    root = _root(root)
     return sorted((root / "book").glob("[0-9][0-9]_*.md"))
 
 
-def edition_problems(root: Path = ROOT) -> list[str]:
+def edition_problems(root: Path | None = None) -> list[str]:
     """Why the version and the launch buttons' ``repository.branch`` disagree (none: ``[]``)."""
+    root = _root(root)
     version, branch = read_version(root), read_repository(root)[1]
     if is_development(version) and re.fullmatch(r"v\d+(\.\d+)*", branch):
         return [f"the development version {version} is read at the tag {branch}: set main"]
@@ -86,8 +97,9 @@ def edition_problems(root: Path = ROOT) -> list[str]:
     return []
 
 
-def sync(root: Path = ROOT, write: bool = True) -> list[tuple[Path, str]]:
+def sync(root: Path | None = None, write: bool = True) -> list[tuple[Path, str]]:
     """``(chapter, why)`` for each chapter whose setup cell is not canonical; ``write``: fix it."""
+    root = _root(root)
     import jupytext
     import nbformat
 
@@ -112,8 +124,9 @@ def sync(root: Path = ROOT, write: bool = True) -> list[tuple[Path, str]]:
     return found
 
 
-def check(root: Path = ROOT) -> list[tuple[Path, str]]:
+def check(root: Path | None = None) -> list[tuple[Path, str]]:
     """``(file, why)`` for the configuration and for every chapter whose setup cell is wrong."""
+    root = _root(root)
     long = [(root / "_config.yml", f"the setup cell's line {n} has {len(line)} characters, more "
              f"than {WIDTH}: shorten repository.url or the cell")
             for n, line in enumerate(canonical_source(root).splitlines(), 1) if len(line) > WIDTH]
@@ -214,9 +227,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--next", dest="next_version")
     parser.add_argument("--date")
     parser.add_argument("--pending", nargs=2, metavar=("BEFORE", "AFTER"))
-    parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--root", type=Path, default=None,
+                        help="the book's folder (default: found from the working directory)")
     args = parser.parse_args(argv)
     try:
+        args.root = _root(args.root)
         if args.command == "sync":
             problems = check(args.root) if args.check else sync(args.root)
             for path, why in problems:

@@ -19,10 +19,19 @@ from traitlets.config import Config
 
 from gmmlib.plotting import HEADLESS_ENV
 
-from .toc import ROOT
+from .toc import NoBook, find_root
 
-CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S = float(CONFIG["execute"]["timeout"]), 600.0
+NOTEBOOK_TIMEOUT_S = 600.0
+
+
+def config(root: Path | None = None) -> dict:
+    """The book's ``_config.yml`` (the book found from the working directory by default)."""
+    return yaml.safe_load((find_root(root) / "_config.yml").read_text(encoding="utf-8"))
+
+
+def cell_time_limit(root: Path | None = None) -> float:
+    """The per-cell timeout of the book's execution (``execute.timeout``), in seconds."""
+    return float(config(root)["execute"]["timeout"])
 
 
 def first_line(source: str, width: int = 60) -> str:
@@ -108,11 +117,16 @@ def _peak_memory(client: NotebookClient, stop: threading.Event, seen: dict) -> N
             pass
 
 
-def execute(path: Path | str, *, cell_timeout: float = CELL_TIMEOUT_S,
+def execute(path: Path | str, *, cell_timeout: float | None = None,
             notebook_timeout: float = NOTEBOOK_TIMEOUT_S, env: dict | None = None) -> Outcome:
     """Execute ``path`` in a fresh kernel (cwd: its folder); never raises for a bad notebook."""
     path = Path(path).resolve()
-    name = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    try:  # the book the notebook belongs to, else the one the command runs in
+        root = find_root(path.parent)
+    except NoBook:
+        root = find_root()
+    name = str(path.relative_to(root) if path.is_relative_to(root) else path)
+    cell_timeout = cell_time_limit(root) if cell_timeout is None else cell_timeout
     try:
         nb, seen = read(path), {"cell": None, "end": None, "limit": "", "rss": 0}
     except NotANotebook as exc:

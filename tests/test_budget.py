@@ -29,8 +29,9 @@ def test_bench_reads_the_budget_from_the_configuration(monkeypatch):
     row = {"chapter": "ch", "seconds": CHAPTER_S + 1.0, "max_s": 0, "peak_mib": 0, "verdicts": []}
     report = {"variants": [], "chapters": [row], "book_seconds": CHAPTER_S + 1.0}
     assert "OVER" in bench.markdown({**report, "budget": bench.budget()})
-    monkeypatch.setitem(bench.run.CONFIG["parse"]["myst_substitutions"], "chapter_budget_s",
-                        CHAPTER_S + 2)
+    config = bench.run.config()
+    config["parse"]["myst_substitutions"]["chapter_budget_s"] = CHAPTER_S + 2
+    monkeypatch.setattr(bench.run, "config", lambda root=None: config)
     assert "OVER" not in bench.markdown({**report, "budget": bench.budget()})
 
 

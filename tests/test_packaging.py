@@ -53,3 +53,29 @@ def test_bookkit_is_its_own_distribution_with_the_renderer(wheels):
 def test_the_book_installs_both_from_the_repository():
     lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
     assert "-e ." in lines and "-e ./bookkit[browser]" in lines
+
+
+def test_bookkit_from_its_wheel_works_on_the_book_it_is_run_in(wheels, tmp_path):
+    """Installed from the wheel (not the repository), bookkit imports without a book, finds the
+    book from the working directory, and outside any book says so in one line."""
+    import os
+
+    target = tmp_path / "site"
+    wheel = next(p for p in Path(wheels["bookkit"].filename).parent.glob("bookkit-*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    probe = ("import bookkit, bookkit.run, bookkit.toc; print(bookkit.__file__); "
+             "print(bookkit.toc.find_root())")
+    inside = subprocess.run([sys.executable, "-c", probe], cwd=ROOT / "book", env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert inside.returncode == 0, inside.stderr
+    where, root = inside.stdout.split()
+    assert where.startswith(str(target)) and Path(root) == ROOT
+    outside = subprocess.run([sys.executable, "-m", "bookkit", "sync", "--check"], cwd=nowhere,
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert outside.returncode == 2 and len(outside.stderr.strip().splitlines()) == 1, \
+        outside.stderr
+    assert "no book here" in outside.stderr

@@ -187,7 +187,8 @@ def replicates(
     R, n = x.shape[0], max(1, int(np.prod(x.shape[1:])))
     why = (
         f"{k:.3g} se: Student t with {R - 1} degrees of freedom from {R} independent replicates, "
-        f"Bonferroni over {n} entr{'y' if n == 1 else 'ies'}, family-wise α = {familywise_alpha:g}"
+        f"Bonferroni over {n} entr{'y' if n == 1 else 'ies'}, "
+        f"family-wise level {familywise_alpha:g}"
     )
     return Estimate(mean, k * se, why, f"{method}, {R} replicates", se=se, k=k)
 
@@ -225,7 +226,7 @@ def monte_carlo_mean(
     k = float(ndtri(1.0 - familywise_alpha / (2.0 * n)))
     why = (
         f"{k:.3g} se: Gaussian quantile for {n_draws:,} i.i.d. draws, Bonferroni over {n} "
-        f"entr{'y' if n == 1 else 'ies'}, family-wise α = {familywise_alpha:g}"
+        f"entr{'y' if n == 1 else 'ies'}, family-wise level {familywise_alpha:g}"
     )
     return Estimate(mean, k * se, why, f"{method}, {n_draws:,} draws", se=se, k=k)
 

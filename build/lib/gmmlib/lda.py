@@ -471,9 +471,10 @@ def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str 
     ``rule="gauss-hermite"``: an ``n_points``² Gauss–Hermite rule. Its error decays geometrically,
     at a speed set by :math:`\pi/\sqrt{w^\top\Gamma w}` and :math:`\pi/\sqrt{s^\top\Gamma s}` (the
     distances of the poles of :math:`\ell` and :math:`\sigma` from the real axis in standardised
-    units): ~1e-12 with 40 nodes at widths up to ~1.5, but useless for sharp gates (error ~1e-4 with
-    80 nodes at :math:`\sqrt{s^\top\Gamma s} = 10`). ``rule="adaptive"``: coordinates :math:`u`
-    along the gate and :math:`v` across it; in each, a composite Gauss–Legendre rule with
+    units): ~1e-12 with 40 nodes at widths up to ~1.5, but useless for sharp gates (with 80 nodes at
+    :math:`\sqrt{s^\top\Gamma s} = 10` the error grows with :math:`|r|`, ~1e-5 at :math:`|r| = 1/4`
+    to ~1e-3 at :math:`|r| = 4`, Chapter 5's quadrature box). ``rule="adaptive"``: coordinates
+    :math:`u` along the gate and :math:`v` across it; in each, a composite Gauss–Legendre rule with
     ``n_points`` nodes per panel, graded toward the gate's transition :math:`s_0 + s^\top x = 0`,
     the loss's kink :math:`f = 0`, and (in :math:`u`) the kinks of the conditional mean score
     (:func:`gmmlib.quadrature.graded_normal_rule`): accurate to ~1e-13 with 8 nodes per panel
