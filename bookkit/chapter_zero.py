@@ -12,13 +12,14 @@ def _prefix_zero(app: Sphinx, env: Any) -> list[str]:
         fignumbers, secnumber = internals.numbers(env, doc)
         if secnumber:
             continue  # the page is numbered after all: Sphinx's numbers stand
-        for numbers in fignumbers.values():
+        for figtype, numbers in fignumbers.items():
             # unnumbered pages share one counter (the intro's figure is "1"): restart it at 1
             firsts = [n[0] for n in numbers.values() if n and n[0] != 0]
             offset = min(firsts, default=1) - 1
-            for key, number in numbers.items():
+            for key, number in list(numbers.items()):
                 if number and number[0] != 0:
-                    numbers[key] = (0, number[0] - offset, *number[1:])
+                    internals.set_figure_number(env, doc, figtype, key,
+                                                (0, number[0] - offset, *number[1:]))
     return []
 
 

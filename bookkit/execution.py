@@ -45,13 +45,10 @@ class RemoveSolutions(SphinxPostTransform):
 def _error_outputs(app: Sphinx, doctree: nodes.document) -> None:
     """A cell that replied "ok" with a traceback as output fails the build, naming the cell."""
     for block in doctree.findall(nodes.literal_block):
-        cell = block.parent
-        while cell is not None and cell.get("nb_element") != "cell_code":
-            cell = cell.parent
-        if "traceback" not in block["classes"] or cell is None:
+        found = internals.code_cell(block) if "traceback" in block["classes"] else None
+        if found is None:
             continue
-        source = next((n.astext() for n in cell.findall(nodes.literal_block)
-                       if n.parent.get("nb_element") == "cell_code_source"), "")
+        cell, source = found
         error = next((ln for ln in reversed(block.astext().splitlines()) if ln.strip()), "")
         raise ExtensionError(
             f"{app.env.doc2path(app.env.docname, False)}, cell {cell.get('cell_index')} "

@@ -103,3 +103,57 @@ def launch_buttons(context: dict[str, Any]) -> list[dict[str, Any]]:
     if missing:
         raise KeyError(missing[0])
     return buttons
+
+
+@_reads("sphinx", "env.toc_fignumbers (written)")
+def set_figure_number(env: Any, doc: str, figtype: str, target: str,
+                      number: tuple[int, ...]) -> None:
+    """Sphinx: write one number into ``env.toc_fignumbers`` (Chapter 0's "0.n"), after
+    checking that the entry is there to be rewritten."""
+    numbers = env.toc_fignumbers[doc][figtype]
+    assert target in numbers, f"{doc}: no {figtype} {target} to renumber"
+    numbers[target] = tuple(number)
+
+
+@_reads("sphinx", "the math domain's data['objects']")
+def equations(env: Any) -> dict[str, str]:
+    """Sphinx: every labelled display ``{label: docname}``."""
+    return {label: entry[0] for label, entry in env.get_domain("math").data["objects"].items()}
+
+
+@_reads("sphinx", "the std domain's data['labels'] and data['anonlabels']")
+def std_labels(env: Any) -> dict[str, dict[str, Any]]:
+    """Sphinx: every ``(label)=`` target ``{label: {docname, id, title}}`` (title ``""`` for a
+    target without one)."""
+    data = env.get_domain("std").data
+    titled = data.get("labels", {})
+    return {label: {"docname": doc, "id": target, "title": titled.get(label, ("", "", ""))[2]}
+            for label, (doc, target) in data["anonlabels"].items()}
+
+
+@_reads("sphinx", "env.titles")
+def title(env: Any, doc: str) -> str | None:
+    """Sphinx: a page's title as text, ``None`` for a page it does not know."""
+    return env.titles[doc].astext() if doc in env.titles else None
+
+
+@_reads("myst-nb", "the nb_element attributes of a code cell's nodes")
+def code_cell(node: Any) -> tuple[Any, str] | None:
+    """myst-nb: the code cell a node sits in and the cell's source, or ``None`` outside one."""
+    cell = node
+    while cell is not None and cell.get("nb_element") != "cell_code":
+        cell = cell.parent
+    if cell is None:
+        return None
+    from docutils import nodes
+
+    source = next((n.astext() for n in cell.findall(nodes.literal_block)
+                   if n.parent.get("nb_element") == "cell_code_source"), "")
+    return cell, source
+
+
+def nb_element(node: Any) -> str | None:
+    """myst-nb: what part of a notebook a container node is (``"cell_code"``,
+    ``"cell_code_source"``, ``"mime_bundle"`` …), ``None`` for other nodes. Guarded by the upgrade
+    test through :func:`code_cell`, which reads the same attribute."""
+    return node.get("nb_element")

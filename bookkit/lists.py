@@ -105,8 +105,8 @@ def lectures(minutes: float, r: dict[str, float]) -> int:
 
 
 def _labels(app: Sphinx, chapters: list[str]) -> dict[str, str]:
-    found = {k: v[0] for domain, key in (("std", "labels"), ("math", "objects"))
-             for k, v in app.env.get_domain(domain).data.get(key, {}).items()}
+    found = {k: v["docname"] for k, v in internals.std_labels(app.env).items() if v["title"]}
+    found |= internals.equations(app.env)
     found |= {k: v["docname"] for k, v in internals.proofs(app.env).items()}
     return {k: d for k, d in found.items() if d in chapters}
 

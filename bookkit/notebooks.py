@@ -207,7 +207,7 @@ class Renderer:
         return [f"![{_text(node.get('alt', ''))}]({self._uri(node['uri'])})"]
 
     def b_container(self, node):
-        kind = node.get("nb_element")
+        kind = internals.nb_element(node)
         if kind == "cell_code":
             # the code cell, then the captions of the figures its outputs show (the image
             # itself appears when the reader runs the cell)

@@ -41,7 +41,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[nodes.Node | str | list
 
 def title(app: Sphinx, doc: str) -> str:
     """A page's title as text (its docname if it has none)."""
-    return app.env.titles[doc].astext() if doc in app.env.titles else doc
+    return internals.title(app.env, doc) or doc
 
 
 def page_link(app: Sphinx, fromdoc: str, doc: str, text: str | None = None,
@@ -71,17 +71,16 @@ def link(app: Sphinx, fromdoc: str, label: str) -> nodes.Node | None:
         got = internals.numbers(env, info["docname"])[0].get(info["countertype"], {}).get(label)
         text = f"{info['kind'].title()} {number(got or ())}".strip()
         return make_refnode(app.builder, fromdoc, info["docname"], label, nodes.Text(text))
-    equations = env.get_domain("math").data.get("objects", {})
+    equations = internals.equations(env)
     if label in equations:
-        doc, target = equations[label][0], make_id(f"equation-{label}")
+        doc, target = equations[label], make_id(f"equation-{label}")
         got = internals.numbers(env, doc)[0].get("displaymath", {}).get(target)
         text = f"Equation ({number(got)})" if got else f"Equation {label}"
         return make_refnode(app.builder, fromdoc, doc, target, nodes.Text(text))
-    std = env.get_domain("std").data
-    if label in std.get("anonlabels", {}):
-        doc, target = std["anonlabels"][label]
+    std = internals.std_labels(env)
+    if label in std:
+        doc, target, title = std[label]["docname"], std[label]["id"], std[label]["title"]
         got = internals.numbers(env, doc)[0].get("figure", {}).get(target)
-        title = std.get("labels", {}).get(label, ("", "", ""))[2]
         shown = ([nodes.Text(f"Figure {number(got)}")] if got else [nodes.Text(title)] if title
                  else _title(app, doc, target, fromdoc) or [nodes.Text(label)])
         return make_refnode(app.builder, fromdoc, doc, target, nodes.inline("", "", *shown))

@@ -142,6 +142,15 @@ An exercise.
 An answer.
 ```
 
+```{math}
+:label: eq-a
+
+a = b
+```
+
+(sec-a)=
+## A section
+
 ```{code-cell}
 x = 1
 ```
@@ -152,6 +161,7 @@ def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
     """Sphinx, sphinx-proof, sphinx-exercise, myst-nb and sphinx-book-theme: an upgrade that
     moves one fails here, naming the package and its version (bookkit.internals raises
     InternalsChanged)."""
+    from docutils import nodes as docutils_nodes
     from sphinx.application import Sphinx
 
     from bookkit import internals
@@ -196,6 +206,19 @@ def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
     record = internals.exec_data(env, "page")
     assert record["succeeded"] is True and record["runtime"] >= 0, \
         f"myst-nb {version('myst-nb')}: the execution record"
+    assert internals.equations(env) == {"eq-a": "page"}, f"sphinx {version('sphinx')}: math data"
+    labels = internals.std_labels(env)
+    assert labels["sec-a"] == {"docname": "page", "id": "sec-a", "title": "A section"}, \
+        f"sphinx {version('sphinx')}: the std domain's labels"
+    assert labels["fig-a"]["docname"] == "page" and internals.title(env, "page") == "Page"
+    assert internals.title(env, "nowhere") is None
+    code = next(n for n in env.get_doctree("page").findall(docutils_nodes.literal_block)
+                if n.astext() == "x = 1")
+    assert internals.code_cell(code)[1] == "x = 1", f"myst-nb {version('myst-nb')}: nb_element"
+    internals.set_figure_number(env, "page", "figure", "fig-a", (0, 1))
+    assert internals.numbers(env, "page")[0]["figure"]["fig-a"] == (0, 1)
+    with pytest.raises(AssertionError, match="no figure fig-b"):
+        internals.set_figure_number(env, "page", "figure", "fig-b", (0, 2))
 
 
 def test_a_record_from_another_gmmlib_is_refused_in_one_line():
@@ -250,3 +273,18 @@ def test_mathjax_is_copied_from_its_wheel_once(tmp_path):
     assert local_mathjax.local_path(SimpleNamespace(mathjax_path="https://cdn/x.js")) is None
     with pytest.raises(ConfigError, match="no tex-nothing.js"):
         local_mathjax._check(None, SimpleNamespace(mathjax_path="mathjax/tex-nothing.js"))
+
+
+def test_no_internal_is_read_or_written_outside_bookkit_internals():
+    """Every undocumented attribute the build touches goes through one guarded function of
+    bookkit.internals, so an upgrade that moves it fails the upgrade test above."""
+    import re
+
+    internal = re.compile(r"get_domain\(|\benv\.titles\b|toc_fignumbers|toc_secnumbers|"
+                          r"nb_element|proof_list|sphinx_exercise_registry|header_buttons|"
+                          r"KernelManager\.|NbMetadataCollector")
+    found = [f"{path.name}:{n}: {line.strip()}"
+             for path in sorted((ROOT / "bookkit").glob("*.py")) if path.name != "internals.py"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if internal.search(line)]
+    assert not found, found
