@@ -286,5 +286,6 @@ def test_no_internal_is_read_or_written_outside_bookkit_internals():
     found = [f"{path.name}:{n}: {line.strip()}"
              for path in sorted((ROOT / "bookkit").glob("*.py")) if path.name != "internals.py"
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if internal.search(line)]
+             # a call into the fence (internals.nb_element) is what the rule asks for
+             if internal.search(re.sub(r"internals\.\w+", "", line))]
     assert not found, found
