@@ -426,15 +426,16 @@ DIGITS = (4, 5, 6)
 
 
 def _renderings(value: float) -> set[str]:
-    """How a page may print ``|value|`` with 4 to 6 significant digits (``%g`` and fixed
-    decimals); none for a number with fewer significant digits (an integer under 1000, 0.25,
-    3.5: common everywhere, an exact constant rather than a computed value)."""
-    v, out = abs(value), set()
-    for text in [f"{v:.{k}g}" for k in DIGITS] + [f"{v:.{k}f}" for k in range(2, 7)]:
-        digits = re.sub(r"e.*", "", text).replace(".", "").strip("0")
-        if "e" not in text and len(digits) >= DIGITS[0] and float(text) != 0:
-            out.add(text)
-    return out if len(re.sub(r"e.*", "", f"{v:.12g}").replace(".", "").strip("0")) >= 4 else set()
+    """How a page may print ``|value|`` with 4 to 6 significant digits (``%g``, fixed decimals,
+    ``%e``); none for a number with fewer significant digits (an integer under 1000, 0.25, 3.5:
+    common everywhere, an exact constant rather than a computed value)."""
+    v = abs(value)
+    if len(f"{v:.12e}".split("e")[0].replace(".", "").rstrip("0")) < DIGITS[0]:
+        return set()
+    general = [t for t in (f"{v:.{k}g}" for k in DIGITS) if "e" not in t]
+    texts = general + [f"{v:.{k}f}" for k in range(2, 7)] + [f"{v:.{k - 1}e}" for k in DIGITS]
+    return {t for t in texts if float(t) != 0  # digits as printed: 41.30 has four
+            and len(t.split("e")[0].replace(".", "").lstrip("0")) >= DIGITS[0]}
 
 
 def _graded_names(graded, student) -> dict[str, list[str]]:
