@@ -209,3 +209,28 @@ def test_no_raw_tex_or_label_in_the_prose_a_reader_sees():
                 bad.append(f"{page.name} ({where}): …{found[max(0, m.start() - 50):m.end() + 20]}…")
     assert not bad, f"{len(bad)} raw TeX commands or labels shown to readers:\n" + "\n".join(
         bad[:25])
+
+
+#: The two chapters read again from their built pages, and how far that reading may differ.
+READ_AGAIN, READING_AGREES = ("02_linear_collapse", "05_landscape"), 0.10
+
+
+@pytest.mark.parametrize("chapter", READ_AGAIN)
+def test_reading_time_model_agrees_with_a_reading_of_the_built_page(chapter):
+    """The instructors' reading time of a chapter (``bookkit.lists``, counted in its MyST
+    source) against a second reading of the same chapter: its built page's article counted
+    as a reader meets it (words including titles, glued numbers and folded solutions; each
+    MathJax formula; each rendered proof; the code cells shown), at the same rates from
+    ``_config.yml``. Within 10 %: this checks the counting, not the rates, which are stated
+    assumptions (book/instructors.md)."""
+    import yaml
+
+    from bookkit import lists as kit
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    r = kit.rates(config["parse"]["myst_substitutions"])
+    page = BUILD / "html" / "book" / f"{chapter}.html"
+    text = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+    source = kit.reading_minutes(kit.source_counts(text), r)
+    read = kit.reading_minutes(kit.page_counts(page.read_text(encoding="utf-8")), r)
+    assert abs(read - source) <= READING_AGREES * read, (chapter, source, read)
