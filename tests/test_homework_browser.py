@@ -141,8 +141,9 @@ def test_a_student_answers_checks_saves_and_gets_the_points(tmp_path):
     student = nbformat.read(student_path, as_version=4)
     graded = nbformat.read(built / "autograder" / f"{CHAPTER}.ipynb", as_version=4)
     index, question, answer = _first_answer(student, graded)
-    points = next(q["points"] for q in build.question_configs(
+    points = next(q.get("points") for q in build.question_configs(
         build.split_master(build.HERE / f"{CHAPTER}.py")[0]) if q["name"] == question)
+    assert points is not None, f"{CHAPTER}: give {question} its points in the master"
     home = tmp_path / "student"
     home.mkdir()
     (home / student_path.name).write_bytes(student_path.read_bytes())
