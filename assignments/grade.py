@@ -99,6 +99,8 @@ def read_submission(assignment: Path, submission: Path):
         raise SubmissionError("not a notebook (no list of cells)")
     expected = assignment_name(assignment)
     got = nb.get("metadata", {}).get("otter", {}).get("assignment_name")
+    if got is None:
+        raise SubmissionError(f"not a notebook of {expected!r} (no Otter assignment name in it)")
     if got != expected:
         raise SubmissionError(f"a notebook of assignment {got!r}, not of {expected!r}")
     return nb
