@@ -20,6 +20,22 @@ writes, under ``<out>/NN_name/``:
 Cells tagged ``near-miss`` or ``book-method`` never reach Otter: they are taken out of the master
 before ``otter assign`` and put back, after their question's solution, only in their control.
 
+The master's format, per question (``tests/test_assignments.py`` checks each point): a raw
+``# BEGIN QUESTION`` cell (``name``, ``points``; ``manual: true`` for a free-response question);
+the Markdown prompt; a raw ``# BEGIN SOLUTION`` cell, the answer cell(s) (given set-up code may
+stay; lines ending ``# SOLUTION`` and blocks between ``# BEGIN SOLUTION``/``# END SOLUTION``
+comments become ``...``), a raw ``# END SOLUTION`` cell; for an auto-graded question, a cell tagged
+``near-miss`` (a plausible wrong answer, which must lose points) and, in at least one question
+of the chapter, a cell tagged ``book-method`` (the answer by the chapter's own method, which
+must get full marks); then raw ``# BEGIN TESTS``, public test cells (at least one
+``assert condition, "message"`` that compares a value, not only a shape or a type), hidden test
+cells (first line ``# HIDDEN``) that compute their expected value themselves, importing there the
+gmmlib functions they use (the notebook must not import them: its answer would be one call),
+with a comment justifying the tolerance, raw ``# END TESTS``; and raw ``# END QUESTION``. A
+free-response question has no tests: its solution block is a Markdown cell with the reference
+answer and a "Rubric" giving points per item (in the graded version only). No graded value may
+be printed in the chapter's page at four significant digits or more (a ``--built`` test).
+
 In the student version every answer cell (a cell of a ``# BEGIN SOLUTION`` block, a free-response
 cell) carries Otter's answer tag ``otter_answer_cell`` and is editable; everything else that Otter
 locks stays locked. (With ``strip_solutions_from_all_cells: true`` Otter leaves the solution tag
