@@ -6,7 +6,9 @@ writes, under ``<out>/NN_name/``:
 
 - ``student/NN_name.ipynb``: the homework to hand out (no solutions, public tests only);
 - ``autograder/``: the graded version (``NN_name.ipynb`` with the reference solutions, every
-  test, and ``autograder.zip``, which ``otter run`` and ``assignments/grade.py`` use);
+  test, and ``autograder.zip``, which ``otter run`` and ``assignments/grade.py`` use), and
+  ``manual.json``: the questions graded by hand (``manual: true``: name, points, prompt, and the
+  reference answer with its rubric), which ``grade.py`` reads to write out the students' answers;
 - ``controls/blank.ipynb`` and ``controls/near_miss.ipynb``: two submissions the grader must not
   give full marks: the student version untouched, and the reference solutions with each
   question's plausible wrong answer (the cells tagged ``near-miss`` of the source) substituted;
@@ -17,11 +19,33 @@ writes, under ``<out>/NN_name/``:
 
 Cells tagged ``near-miss`` or ``book-method`` never reach Otter: they are taken out of the master
 before ``otter assign`` and put back, after their question's solution, only in their control.
+
+The master's format, per question (``tests/test_assignments.py`` checks each point): a raw
+``# BEGIN QUESTION`` cell (``name``, ``points``; ``manual: true`` for a free-response question);
+the Markdown prompt; a raw ``# BEGIN SOLUTION`` cell, the answer cell(s) (given set-up code may
+stay; lines ending ``# SOLUTION`` and blocks between ``# BEGIN SOLUTION``/``# END SOLUTION``
+comments become ``...``), a raw ``# END SOLUTION`` cell; for an auto-graded question, a cell tagged
+``near-miss`` (a plausible wrong answer, which must lose points) and, in at least one question
+of the chapter, a cell tagged ``book-method`` (the answer by the chapter's own method, which
+must get full marks); then raw ``# BEGIN TESTS``, public test cells (at least one
+``assert condition, "message"`` that compares a value, not only a shape or a type), hidden test
+cells (first line ``# HIDDEN``) that compute their expected value themselves, importing there the
+gmmlib functions they use (the notebook must not import them: its answer would be one call),
+with a comment justifying the tolerance, raw ``# END TESTS``; and raw ``# END QUESTION``. A
+free-response question has no tests: its solution block is a Markdown cell with the reference
+answer and a "Rubric" giving points per item (in the graded version only). No graded value may
+be printed in the chapter's page at four significant digits or more (a ``--built`` test).
+
+In the student version every answer cell (a cell of a ``# BEGIN SOLUTION`` block, a free-response
+cell) carries Otter's answer tag ``otter_answer_cell`` and is editable; everything else that Otter
+locks stays locked. (With ``strip_solutions_from_all_cells: true`` Otter leaves the solution tag
+``otter_assign_solution_cell`` on the code answer cells of the student version; it is renamed.)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -30,12 +54,15 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import yaml
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 NEAR_MISS = "near-miss"
 BOOK_METHOD = "book-method"
 SUBSTITUTES = {NEAR_MISS: "near_miss", BOOK_METHOD: "book_method"}  # cell tag -> control name
+ANSWER_TAG = "otter_answer_cell"  # Otter's tag of a cell the student writes in
+SOLUTION_TAG = "otter_assign_solution_cell"  # Otter's tag of a reference solution's cell
 
 
 def sources(root: Path = HERE) -> list[Path]:
@@ -63,6 +90,40 @@ def split_master(source: Path,
         kept.append(cell)
     nb.cells = kept
     return nb, substitutes
+
+
+def question_configs(master: nbformat.NotebookNode) -> list[dict]:
+    """The config of every question (the YAML of its ``# BEGIN QUESTION`` cell), in order, with
+    its prompt (the Markdown cells before its solution) and, for a question graded by hand, its
+    reference answer and rubric (the Markdown cells of its solution block)."""
+    questions, where = [], None
+    for cell in master.cells:
+        text = cell.source.lstrip()
+        if cell.cell_type == "raw" and text.startswith("# BEGIN QUESTION"):
+            config = yaml.safe_load(text.split("\n", 1)[1]) if "\n" in text else {}
+            questions.append({"manual": False, **(config or {}), "prompt": "", "reference": ""})
+            where = "prompt"
+        elif cell.cell_type == "raw" and questions:
+            for marker, now in (("# BEGIN SOLUTION", "reference"), ("# END SOLUTION", None),
+                                ("# BEGIN TESTS", None), ("# END QUESTION", None)):
+                where = now if text.startswith(marker) else where
+        elif cell.cell_type == "markdown" and where:
+            part = questions[-1][where]
+            questions[-1][where] = f"{part}\n\n{cell.source}".strip()
+    return questions
+
+
+def open_answer_cells(student: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student version with each solution cell tagged as Otter's answer cell, never locked."""
+    nb = nbformat.from_dict(student)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if SOLUTION_TAG in tags or ANSWER_TAG in tags:
+            cell.metadata["tags"] = [ANSWER_TAG, *(t for t in tags if t not in
+                                                   (SOLUTION_TAG, ANSWER_TAG))]
+            for key in ("editable", "deletable"):
+                cell.metadata.pop(key, None)
+    return nb
 
 
 def near_miss_submission(reference: nbformat.NotebookNode,
@@ -105,6 +166,12 @@ def build(source: Path, out: Path) -> Path:
     if len(zips) != 1:
         raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}")
     zips[0].rename(dest / "autograder" / "autograder.zip")  # a stable name, not a timestamp
+    student_path = dest / "student" / f"{name}.ipynb"
+    nbformat.write(open_answer_cells(nbformat.read(student_path, as_version=4)), student_path)
+    manual = [{k: q.get(k) for k in ("name", "points", "prompt", "reference")}
+              for q in question_configs(master) if q.get("manual")]
+    (dest / "autograder" / "manual.json").write_text(json.dumps(manual, indent=1,
+                                                                ensure_ascii=False) + "\n")
     controls = dest / "controls"
     controls.mkdir()
     shutil.copy(dest / "student" / f"{name}.ipynb", controls / "blank.ipynb")

@@ -3,6 +3,7 @@
 import math
 import re
 from collections import defaultdict
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -71,37 +72,111 @@ HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 DISPLAY_MATH = re.compile(r"^[ \t]*(\$\$.*?\$\$|```\{math\}.*?```)[^\n]*$", re.M | re.S)
 
 
+#: The reading rates, named as in ``_config.yml`` (``parse.myst_substitutions``), stated there only.
+RATES = ("words_per_minute", "minutes_per_inline_formula", "minutes_per_equation",
+         "minutes_per_proof", "code_lines_per_minute", "minutes_per_lecture")
+INLINE_MATH = re.compile(r"(?<![$\\])\$(?!\$)[^$\n]+?(?<!\\)\$")
+PROOF = re.compile(r"^[ \t]*(`{3,}|:{3,})\{prf:proof\}", re.M)
+
+
 def rates(substitutions: dict[str, Any]) -> dict[str, float]:
     """The reading rates, stated once in ``_config.yml`` (``parse.myst_substitutions``)."""
-    return {k: float(substitutions[k]) for k in ("words_per_minute", "minutes_per_equation",
-                                                 "code_lines_per_minute", "minutes_per_lecture")}
+    return {k: float(substitutions[k]) for k in RATES}
 
 
 def source_counts(text: str) -> dict[str, int]:
-    """Words of prose, displayed equations and shown code lines of a MyST notebook source."""
-    words = equations = code = 0
+    """What takes time to read in a MyST notebook source: words of prose (formulas and markup
+    not counted as words), inline formulas, displayed equations, proofs, and lines of the code
+    the page shows (not the cells it hides or removes)."""
+    counts = dict.fromkeys(("words", "inline", "equations", "proofs", "code_lines"), 0)
     for cell in jupytext.reads(text, fmt="md:myst").cells:
         if cell.cell_type == "code":
             if not HIDDEN_TAGS & set(cell.metadata.get("tags", [])):
-                code += sum(1 for line in cell.source.splitlines() if line.strip())
+                counts["code_lines"] += sum(1 for line in cell.source.splitlines() if line.strip())
             continue
         prose, n = DISPLAY_MATH.subn("", cell.source)
-        equations += n
+        counts["equations"] += n
+        counts["proofs"] += len(PROOF.findall(prose))
         for line in map(str.strip, prose.splitlines()):
             if not (line.startswith(("```", ":::", "+++", "(")) or re.match(r"^:[\w-]+:", line)):
-                line = re.sub(r"\$[^$]+\$", " x ", line)              # inline math: one word
+                line, k = INLINE_MATH.subn(" ", line)                # inline math: a formula
+                counts["inline"] += k
                 line = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", line)  # roles: their text
-                words += len(re.findall(r"[^\W\d_][\w'’-]*", line))
-    return {"words": words, "equations": equations, "code_lines": code}
+                counts["words"] += len(re.findall(r"[^\W\d_][\w'’-]*", line))
+    return counts
 
 
 def reading_minutes(counts: dict[str, int], r: dict[str, float]) -> float:
-    return (counts["words"] / r["words_per_minute"] + counts["equations"]
-            * r["minutes_per_equation"] + counts["code_lines"] / r["code_lines_per_minute"])
+    """Minutes of careful reading: words at ``words_per_minute``, each inline formula, each
+    displayed equation and each proof (to follow its argument, on top of its words and
+    formulas) at its own minutes, shown code at ``code_lines_per_minute``. No cap."""
+    return (counts["words"] / r["words_per_minute"]
+            + counts["inline"] * r["minutes_per_inline_formula"]
+            + counts["equations"] * r["minutes_per_equation"]
+            + counts["proofs"] * r["minutes_per_proof"]
+            + counts["code_lines"] / r["code_lines_per_minute"])
 
 
 def lectures(minutes: float, r: dict[str, float]) -> int:
-    return 1 if minutes <= r["minutes_per_lecture"] else 2
+    """The 90-minute lectures a chapter's reading fills: one per ``minutes_per_lecture`` begun
+    (no cap: a long chapter takes as many as its reading needs)."""
+    return max(1, math.ceil(minutes / r["minutes_per_lecture"] - 1e-9))
+
+
+class _PageReading(HTMLParser):
+    """What a reader meets in a built chapter page's article (``article.bd-article``)."""
+
+    VOID = {"br", "img", "meta", "link", "input", "hr", "wbr", "source", "col"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts = dict.fromkeys(("words", "inline", "equations", "proofs", "code_lines"), 0)
+        self.stack: list[str] = []  # per open element: "article", "skip", "code" or ""
+        self.code: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag in self.VOID:
+            return
+        classes = set((dict(attrs).get("class") or "").split())
+        inside = "article" in self.stack
+        kind = "article" if tag == "article" and "bd-article" in classes else ""
+        if inside and "math" in classes:
+            self.counts["equations" if tag == "div" else "inline"] += 1
+            kind = "skip"
+        elif inside and tag == "div" and classes == {"proof", "admonition"}:  # not a statement
+            self.counts["proofs"] += 1
+        elif inside and ("tag_hide-input" in classes or "tag_hide-cell" in classes
+                         or tag in ("script", "style") or "cell_output" in classes):
+            kind = "skip"  # folded code, outputs (a verdict, a figure) are not read as prose
+        elif inside and "cell_input" in classes:
+            kind = "code"
+        self.stack.append(kind)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID or not self.stack:
+            return
+        if self.stack.pop() == "code":
+            self.counts["code_lines"] += sum(1 for x in "".join(self.code).splitlines()
+                                             if x.strip())
+            self.code = []
+
+    def handle_data(self, data: str) -> None:
+        if "article" not in self.stack or "skip" in self.stack:
+            return
+        if "code" in self.stack:
+            self.code.append(data)
+        else:
+            self.counts["words"] += len(re.findall(r"[^\W\d_][\w'’-]*", data))
+
+
+def page_counts(html: str) -> dict[str, int]:
+    """The same counts as ``source_counts``, read again from a chapter's built page: words of the
+    article's text (glued numbers, links, titles, the folded solutions included), inline
+    formulas and displays as MathJax receives them, proofs as sphinx-proof renders them, the
+    lines of code cells the page shows (not those folded by ``hide-input``), no cell output."""
+    reader = _PageReading()
+    reader.feed(html)
+    return reader.counts
 
 
 def _labels(app: Sphinx, chapters: list[str]) -> dict[str, str]:
@@ -141,8 +216,9 @@ def _plan(app: Sphinx, fromdoc: str) -> list[nodes.Node]:
         number = ".".join(map(str, internals.numbers(app.env, doc)[1]))
         rows.append([para(page_link(app, fromdoc, doc, f"{number} {title(app, doc)}".strip())),
                      para(*_prerequisites(app, fromdoc, doc, text, labels)),
-                     f"{math.ceil(minutes)} min ({counts['words']} words, {counts['equations']} "
-                     f"equations, {counts['code_lines']} code lines)",
+                     f"{math.ceil(minutes)} min ({counts['words']} words, {counts['inline']} "
+                     f"inline formulas, {counts['equations']} displays, {counts['proofs']} proofs, "
+                     f"{counts['code_lines']} code lines)",
                      str(lectures(minutes, r)), run])
     rows.append([para(nodes.strong(text="The book")), "", f"{math.ceil(totals[0])} min",
                  str(totals[1]), f"{totals[2]:.0f} s"])

@@ -237,3 +237,28 @@ def test_mathjax_comes_with_the_book_not_from_a_cdn():
     assert not missing, "MathJax scripts missing from the build:\n" + "\n".join(missing[:10])
     fonts = root / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2"
     assert any(fonts.glob("MathJax_Main-Regular.woff")), f"no MathJax fonts in {fonts}"
+
+
+#: The two chapters read again from their built pages, and how far that reading may differ.
+READ_AGAIN, READING_AGREES = ("02_linear_collapse", "05_landscape"), 0.10
+
+
+@pytest.mark.parametrize("chapter", READ_AGAIN)
+def test_reading_time_model_agrees_with_a_reading_of_the_built_page(chapter):
+    """The instructors' reading time of a chapter (``bookkit.lists``, counted in its MyST
+    source) against a second reading of the same chapter: its built page's article counted
+    as a reader meets it (words including titles, glued numbers and folded solutions; each
+    MathJax formula; each rendered proof; the code cells shown), at the same rates from
+    ``_config.yml``. Within 10 %: this checks the counting, not the rates, which are stated
+    assumptions (book/instructors.md)."""
+    import yaml
+
+    from bookkit import lists as kit
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    r = kit.rates(config["parse"]["myst_substitutions"])
+    page = BUILD / "html" / "book" / f"{chapter}.html"
+    text = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+    source = kit.reading_minutes(kit.source_counts(text), r)
+    read = kit.reading_minutes(kit.page_counts(page.read_text(encoding="utf-8")), r)
+    assert abs(read - source) <= READING_AGREES * read, (chapter, source, read)

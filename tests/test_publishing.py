@@ -720,23 +720,48 @@ def test_instructor_pages_and_the_erratum_form_exist():
     )
 
 
-def test_reading_time_counts_words_equations_and_shown_code():
+def test_reading_time_counts_words_formulas_proofs_and_shown_code():
     from bookkit import lists as kit
 
     text = (
-        "---\njupytext: {}\n---\n# Title words\n\nOne two three $x$ four.\n\n$$\na = b\n$$\n\n"
+        "---\njupytext: {}\n---\n# Title words\n\nOne two three $x$ four $y+1$.\n\n$$\na = b\n$$\n"
+        "\n```{prf:proof}\nClear $z$.\n```\n\n"
         "```{code-cell}\nx = 1\ny = 2\n```\n\n```{code-cell}\n:tags: [remove-cell]\n\nz = 3\n```\n"
     )
     counts = kit.source_counts(text)
-    assert counts == {"words": 7, "equations": 1, "code_lines": 2}, counts
+    assert counts == {"words": 7, "inline": 3, "equations": 1, "proofs": 1, "code_lines": 2}, counts
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     r = kit.rates(config["parse"]["myst_substitutions"])  # stated there only
     minutes = kit.reading_minutes(counts, r)
     assert minutes == pytest.approx(
-        7 / r["words_per_minute"] + r["minutes_per_equation"] + 2 / r["code_lines_per_minute"]
+        7 / r["words_per_minute"] + 3 * r["minutes_per_inline_formula"] + r["minutes_per_equation"]
+        + r["minutes_per_proof"] + 2 / r["code_lines_per_minute"]
     )
+    # no cap: a chapter takes as many lectures as its reading fills
     assert kit.lectures(r["minutes_per_lecture"], r) == 1
     assert kit.lectures(r["minutes_per_lecture"] + 1, r) == 2
+    assert kit.lectures(5 * r["minutes_per_lecture"] + 1, r) == 6
+    instructors = (ROOT / "book" / "instructors.md").read_text(encoding="utf-8")
+    for rate in kit.RATES:  # the page states the whole model
+        assert "{{ " + rate + " }}" in instructors, rate
+
+
+def test_a_page_is_read_again_as_its_source_counts_it():
+    from bookkit import lists as kit
+
+    html = (
+        '<nav>Skip me</nav><article class="bd-article"><h1>Title words</h1><p>One two '
+        '<span class="math notranslate nohighlight">\\(x\\)</span> three.</p>'
+        '<div class="math notranslate nohighlight">\\[a = b\\]</div>'
+        '<div class="proof theorem admonition"><p>Statement</p></div>'
+        '<div class="proof admonition"><p>Clear.</p></div>'
+        '<div class="cell docutils container"><div class="cell_input"><pre>x = 1\ny = 2\n</pre>'
+        '</div><div class="cell_output"><pre>out put</pre></div></div>'
+        '<div class="cell tag_hide-input"><div class="cell_input"><pre>hidden</pre></div></div>'
+        "</article>"
+    )
+    assert kit.page_counts(html) == {"words": 7, "inline": 1, "equations": 1, "proofs": 1,
+                                     "code_lines": 2}
 
 
 def test_citation_names_an_entity_that_bibtex_keeps_whole():
