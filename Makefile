@@ -125,7 +125,7 @@ strict-build: $(STAMP) ## Full build from scratch (and the reader notebooks); an
 test: $(STAMP) ## pytest, then the strict executed build, then the tests of the built book
 	$(MAKE) pytest
 	$(MAKE) strict-build
-	$(PY) -m pytest --built
+	$(PY) -m pytest --built -n $(WORKERS)
 
 pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the system's Chromium
 	$(MAKE) book

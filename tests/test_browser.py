@@ -125,14 +125,25 @@ def _open(page, base: str, name: str) -> None:
 
 
 class _Report:
-    """Collects per-page results and writes them to one JSON file under _build/."""
+    """Collects per-page results and writes them to one JSON file under _build/. Under
+    pytest-xdist each worker opens its own pages: every write merges into the file under a
+    lock, so the file holds every worker's pages."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.pages = path, {}
 
     def add(self, key: str, value) -> None:
+        import fcntl
+
         self.pages[key] = value
-        self.path.write_text(json.dumps(self.pages, indent=1, ensure_ascii=False))
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                found = json.loads(self.path.read_text(encoding="utf-8"))
+            except (FileNotFoundError, ValueError):
+                found = {}
+            self.path.write_text(json.dumps({**found, **self.pages}, indent=1,
+                                            ensure_ascii=False))
 
 
 @pytest.fixture(scope="module")
