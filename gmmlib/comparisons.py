@@ -74,6 +74,7 @@ class Comparison:
     shape: tuple[int, ...]
 
     def outcome(self) -> Outcome:  # pragma: no cover - every kind defines it
+        """Whether the claim passes, its worst entry, and the comparison in words."""
         raise NotImplementedError
 
     def reject(self, side: str, wrong: np.ndarray) -> tuple[bool, float, str]:
