@@ -6,8 +6,9 @@ its source: :func:`bookkit.lists.source_counts`, :func:`~bookkit.lists.reading_m
 :func:`~bookkit.lists.lectures` with the rates of ``_config.yml``. This test calls the same
 functions, so a change of the reading-time model shows here. The syllabus states its lectures in
 tables, each after a comment ``% syllabus-table: <track> ...`` naming the tracks it belongs to; a
-row is one lecture, its ``Ch.`` cell the chapter's number (``7 (option)`` for an optional
-chapter) or ``—`` for a session that covers no chapter.
+row is one lecture, its ``Ch.`` cell the chapter's number or ``—`` for a session that covers no
+chapter. The page's prose states how many of each track's lectures its chapters take ("the
+classification track's chapters (0–6) take 19 of its 20 lectures"); those sentences are read too.
 """
 
 from __future__ import annotations
@@ -23,13 +24,24 @@ from bookkit import lists, toc
 
 ROOT = Path(__file__).resolve().parent.parent
 SYLLABUS = ROOT / "book" / "syllabus.md"
-#: The chapters each track must cover, and the lectures a week.
+#: The chapters each track must cover, and its weeks. Chapter 7 no longer fits the ten-week
+#: classification track, and six weeks hold only Chapters 0–3 and a closing lecture.
 TRACKS = {
-    "10w-classification": ({0, 1, 2, 3, 4, 5, 6, 7}, 10),
+    "10w-classification": ({0, 1, 2, 3, 4, 5, 6}, 10),
     "10w-denoising": ({0, 1, 2, 3, 8, 9, 10}, 10),
-    "6w-classification": ({0, 1, 2, 3, 4, 5, 6}, 6),
-    "6w-denoising": ({0, 1, 2, 3, 8, 10}, 6),
+    "6w-classification": ({0, 1, 2, 3}, 6),
+    "6w-denoising": ({0, 1, 2, 3}, 6),
 }
+#: How the prose names each track in its sentence "the <name>'s chapters (…) take N of its M
+#: lectures".
+PROSE_NAMES = {
+    "10w-classification": "classification track",
+    "10w-denoising": "denoising track",
+    "6w-classification": "six-week variant",
+    "6w-denoising": "six-week variant",
+}
+STATED = re.compile(r"\bthe (classification track|denoising track|six-week variant)'s chapters "
+                    r"\([^)]*\) take (\d+) of its (\d+) lectures")
 LECTURES_A_WEEK = 2
 
 
@@ -120,8 +132,45 @@ def test_homework_names_an_assignment():
                 assert int(number) in TRACKS[track][0], f"{track}: HW {number} off the track"
 
 
+def stated_counts(text: str) -> dict[str, tuple[int, int]]:
+    """What the prose says each track's chapters take: ``{name: (chapter lectures, lectures)}``."""
+    found = STATED.findall(" ".join(text.split()))
+    return {name: (int(n), int(m)) for name, n, m in found}
+
+
+@pytest.mark.parametrize("track", sorted(TRACKS))
+def test_the_prose_states_the_tables_counts(track):
+    rows = TABLES[track]
+    actual = (sum(chapter_of(r) is not None for r in rows), len(rows))
+    stated = stated_counts(SYLLABUS.read_text(encoding="utf-8")).get(PROSE_NAMES[track])
+    assert stated == actual, (f"{track}: the prose says its chapters take {stated} "
+                              f"(chapter lectures, lectures), the tables {actual}")
+
+
+def test_a_stale_count_in_the_prose_is_caught():
+    """Negative control: a stale count is read as stated (so the comparison above fails on it),
+    and a sentence out of the form is not read at all (so that track's test fails for want of
+    it)."""
+    assert stated_counts("so the classification track's chapters (0–6) take 12 of its\n 20 "
+                         "lectures, and") == {"classification track": (12, 20)}
+    assert stated_counts("the classification track's chapters take 19 of its 20 lectures") == {}
+
+
+def test_chapter_7_is_left_out_because_it_does_not_fit():
+    """The prose says what Chapter 7 would add to the ten-week classification track; it must be
+    the plan's lectures, and must overflow the track (else put Chapter 7 back in its table)."""
+    found = re.search(r"Chapter 7\*\* \((\d+) lectures in the plan\) would bring the "
+                      r"classification track to (\d+) lectures",
+                      " ".join(SYLLABUS.read_text(encoding="utf-8").split()))
+    assert found, "the syllabus no longer says why Chapter 7 is left out"
+    rows = TABLES["10w-classification"]
+    with_7 = sum(chapter_of(r) is not None for r in rows) + PLAN[7]
+    assert (int(found.group(1)), int(found.group(2))) == (PLAN[7], with_7)
+    assert with_7 > len(rows), "Chapter 7 now fits the classification track: put it back"
+
+
 def test_a_chapter_short_of_its_lectures_is_caught():
-    """Negative control: the plan giving Chapter 3 two lectures, where the syllabus gives one."""
+    """Negative control: the plan giving Chapter 3 one lecture more than the syllabus gives."""
     rows = TABLES["10w-denoising"]
     assert mismatches(rows, {**PLAN, 3: PLAN[3] + 1}) == [
         f"Chapter 3: {PLAN[3]} lecture(s) in the syllabus, {PLAN[3] + 1} in the plan"]
