@@ -39,7 +39,7 @@ $(error usage: make grade ASSIGNMENT=NN_name SUBMISSIONS="submissions/*.ipynb" [
 endif
 endif
 .PHONY: help install lock book book-fresh book-students test pytest pytest-fast strict-build clean sync check-sync \
-  bench pdf stress seeds release assignments run grade notebooks
+  bench pdf stress seeds release assignments run grade notebooks slides
 
 help: ## List the targets
 	@echo "Targets:"
@@ -91,6 +91,14 @@ notebooks: book ## Reader notebooks for Colab and Binder (plain Markdown, every 
 	@for md in book/[0-9][0-9]_*.md book/intro.md; do nb=$(BUILD)/notebooks/$${md%.md}.ipynb; \
 	  test -f $$nb || { echo "error: $$nb was not written" >&2; exit 1; }; done
 	@echo "Reader notebooks: $$(ls $(BUILD)/notebooks/book/*.ipynb | wc -l) in $(BUILD)/notebooks/book"
+
+# The HTML build writes the decks too (bookkit.slides, when it writes each chapter's page: nothing
+# runs twice); this target checks them. They are published with the site at slides/NN_name.html.
+slides: book ## A reveal.js deck per chapter (tl;dr, statements, figures, verdicts): _build/html/slides/
+	@for md in book/[0-9][0-9]_*.md; do deck=$(BUILD)/html/slides/$$(basename $${md%.md}).html; \
+	  test -f $$deck || { echo "error: $$deck was not written" >&2; exit 1; }; done
+	@echo "Slides: $$(ls $(BUILD)/html/slides/*.html | wc -l) decks in $(BUILD)/html/slides" \
+	  "(open one in a browser; published at <site>/slides/NN_name.html)"
 
 book-fresh: $(STAMP) ## Like make book, but execute every chapter (after a change to gmmlib)
 	rm -rf $(BUILD)/.doctrees $(BUILD)/.jupyter_cache

@@ -157,3 +157,17 @@ def nb_element(node: Any) -> str | None:
     ``"cell_code_source"``, ``"mime_bundle"`` …), ``None`` for other nodes. Guarded by the upgrade
     test through :func:`code_cell`, which reads the same attribute."""
     return node.get("nb_element")
+
+
+@_reads("sphinx-book-theme", "context['header_buttons'] (the download-buttons group)")
+def download_buttons(context: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """sphinx-book-theme: the list of the download menu's buttons of a page (the dicts its
+    template reads, ``{"type": "link", "url": …, "text": …}``; a button appended to it shows in
+    the menu), ``None`` on a page without that menu."""
+    groups = [b for b in context["header_buttons"] if b.get("label") == "download-buttons"]
+    if not groups:
+        return None
+    buttons = groups[0]["buttons"]
+    if not isinstance(buttons, list) or any("text" not in b for b in buttons):
+        raise TypeError("download buttons")
+    return buttons

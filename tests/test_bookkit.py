@@ -181,7 +181,12 @@ def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
     buttons = {}
     app.connect("html-page-context", lambda app, page, template, context, doctree:
                 buttons.update({page: internals.launch_buttons(context)}), priority=600)
+    downloads = {}
+    app.connect("html-page-context", lambda app, page, template, context, doctree:
+                downloads.update({page: internals.download_buttons(context)}), priority=600)
     app.build()
+    assert ".md" in [b["text"] for b in downloads["page"]], \
+        f"sphinx-book-theme {version('sphinx-book-theme')}: the download menu in its context"
     assert {b["text"]: b["url"] for b in buttons["page"]} == {
         "Binder": "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/page.md",
         "Colab": "https://colab.research.google.com/github/o/r/blob/main/page.md"}, \
