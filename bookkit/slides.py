@@ -44,7 +44,7 @@ SLIDES = "slides"
 #: The statements a deck shows (sphinx-proof's kinds); definitions and remarks stay in the page.
 STATEMENTS = ("theorem", "proposition", "lemma", "corollary")
 #: The verdicts of the chapter's checks on one slide, at most.
-VERDICTS_PER_SLIDE = 6
+VERDICTS_PER_SLIDE = 8
 #: reveal.js's files a deck loads (under the wheel's ``revealjs/``); the theme's fonts beside.
 REVEAL_FILES = ("dist/reset.css", "dist/reveal.css", "dist/reveal.js", "dist/theme/white.css")
 REVEAL_FONTS = "dist/theme/fonts/source-sans-pro"
@@ -55,13 +55,14 @@ CSS = """
 .reveal { font-size: 30px; }
 .reveal .slides section { text-align: left; }
 .reveal .slides section.deck-title { text-align: center; }
+.reveal h1, .reveal h2 { text-transform: none; }
 .reveal h1 { font-size: 1.7em; } .reveal h2 { font-size: 1.2em; }
-.reveal .admonition, .reveal div.proof { border-left: 6px solid #2a6f97;
+.reveal .admonition, .reveal div.proof { box-sizing: border-box; border-left: 6px solid #2a6f97;
   background: #f2f7fb; padding: 0.3em 0.8em; margin: 0.4em 0; }
 .reveal div.tldr { border-left-color: #b5651d; background: #fdf6ec; }
 .reveal .admonition-title, .reveal p.admonition-title { font-weight: bold; margin: 0.2em 0; }
 .reveal .headerlink, .reveal .deck-hidden { display: none; }
-.reveal .math { font-size: 0.95em; }
+.reveal mjx-container[display="true"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
 .reveal .eqno { float: right; }
 .reveal figure { margin: 0; text-align: center; }
 .reveal figure img { max-height: 560px; max-width: 100%; margin: 0 auto; }
@@ -90,7 +91,18 @@ PAGE = """<!DOCTYPE html>
 </div></div>
 <script src="{reveal}"></script>
 <script>Reveal.initialize({{hash: true, width: 1280, height: 800, margin: 0.04,
-  center: false, slideNumber: "c/t"}});</script>
+  center: false, slideNumber: "c/t"}});
+// a slide whose content, typeset, is taller than the deck is set in smaller type until it fits
+function fit(slide) {{
+  const bottom = () => Math.max(0, ...[...slide.children].map(c => c.offsetTop + c.offsetHeight));
+  for (let size = 100; size > 50 && bottom() > 770; size -= 5) {{
+    slide.style.fontSize = size - 5 + "%";
+  }}
+}}
+window.MathJax.startup = {{pageReady: () => MathJax.startup.defaultPageReady().then(() => {{
+  fit(Reveal.getCurrentSlide());
+  Reveal.on("slidechanged", event => fit(event.currentSlide));
+}})}};</script>
 </body>
 </html>
 """
