@@ -163,11 +163,31 @@ def nb_element(node: Any) -> str | None:
 def download_buttons(context: dict[str, Any]) -> list[dict[str, Any]] | None:
     """sphinx-book-theme: the list of the download menu's buttons of a page (the dicts its
     template reads, ``{"type": "link", "url": …, "text": …}``; a button appended to it shows in
-    the menu), ``None`` on a page without that menu."""
-    groups = [b for b in context["header_buttons"] if b.get("label") == "download-buttons"]
+    the menu), ``None`` on a page without that menu (or under another theme)."""
+    groups = [b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"]
     if not groups:
         return None
     buttons = groups[0]["buttons"]
     if not isinstance(buttons, list) or any("text" not in b for b in buttons):
         raise TypeError("download buttons")
     return buttons
+
+
+@_reads("sphinx", "StandaloneHTMLBuilder's docwriter, docsettings and imgpath")
+def render_html(builder: Any, node: Any, imgpath: str) -> str:
+    """Sphinx: one node as the HTML builder writes it in a page (``write_doc``: its docwriter
+    and document settings; images under ``imgpath``), as an HTML fragment. Its
+    ``render_partial`` would run docutils' writer transforms, which turn sphinx-proof's
+    statements into plain admonitions and fail."""
+    from docutils.io import StringOutput
+    from docutils.utils import new_document
+
+    document = new_document("<fragment>", builder.docsettings)
+    document.append(node)
+    saved, builder.imgpath = builder.imgpath, imgpath
+    try:
+        builder.docwriter.write(document, StringOutput(encoding="utf-8"))
+        builder.docwriter.assemble_parts()
+        return builder.docwriter.parts["fragment"]
+    finally:
+        builder.imgpath = saved

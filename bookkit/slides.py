@@ -27,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
-from docutils.io import StringOutput
-from docutils.utils import new_document
 from sphinx.application import Sphinx
 from sphinx.builders import Builder
 from sphinx.errors import ConfigError
@@ -245,19 +243,8 @@ def verdicts(env: Any, docname: str) -> list[str]:
 
 def render(builder: Builder, node: nodes.Element, docname: str) -> str:
     """``node`` (a copy) as the HTML builder writes it in the page, its links to the book."""
-    node = retarget(node.deepcopy(), docname)
-    imgpath = builder.imgpath
-    builder.imgpath = relative_uri(deck_uri(docname), "_images")
-    # as StandaloneHTMLBuilder.write_doc writes a page (its render_partial would run docutils'
-    # writer transforms, which turn sphinx-proof's statements into plain admonitions and fail)
-    document = new_document(f"<deck of {docname}>", builder.docsettings)
-    document.append(node)
-    try:
-        builder.docwriter.write(document, StringOutput(encoding="utf-8"))
-        builder.docwriter.assemble_parts()
-        return builder.docwriter.parts["fragment"]
-    finally:
-        builder.imgpath = imgpath
+    return internals.render_html(builder, retarget(node.deepcopy(), docname),
+                                 relative_uri(deck_uri(docname), "_images"))
 
 
 def deck(builder: Builder, docname: str, doctree: nodes.document) -> str:
@@ -317,9 +304,8 @@ def _write(app: Sphinx, pagename: str, templatename: str, context: dict,
 def _button(app: Sphinx, pagename: str, templatename: str, context: dict,
             doctree: nodes.document | None) -> None:
     """A chapter's page links to its deck: "Slides" in the theme's download menu."""
-    if doctree is None or "header_buttons" not in context \
-            or pagename not in toc.chapters(Path(app.srcdir)):
-        return  # another theme than sphinx-book-theme has no such menu
+    if doctree is None or pagename not in toc.chapters(Path(app.srcdir)):
+        return
     buttons = internals.download_buttons(context)
     if buttons is not None:
         buttons.append({"type": "link", "url": context["pathto"](deck_uri(pagename), 1),

@@ -187,6 +187,9 @@ def test_the_internals_bookkit_reads_are_where_it_reads_them(tmp_path):
     app.build()
     assert ".md" in [b["text"] for b in downloads["page"]], \
         f"sphinx-book-theme {version('sphinx-book-theme')}: the download menu in its context"
+    assert internals.download_buttons({}) is None, "another theme: no download menu"
+    fragment = internals.render_html(app.builder, docutils_nodes.paragraph("", "lone"), "img")
+    assert fragment.strip() == "<p>lone</p>", f"sphinx {version('sphinx')}: a node as HTML"
     assert {b["text"]: b["url"] for b in buttons["page"]} == {
         "Binder": "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/page.md",
         "Colab": "https://colab.research.google.com/github/o/r/blob/main/page.md"}, \
