@@ -89,6 +89,7 @@ def tiny_deck(tmp_path_factory) -> tuple[Path, str]:
     src = tmp_path_factory.mktemp("tiny")
     (src / "book").mkdir()
     (src / "conf.py").write_text(CONF, encoding="utf-8")
+    (src / "_config.yml").write_text("title: tiny\n", encoding="utf-8")  # the book's root
     (src / "_toc.yml").write_text(textwrap.dedent("""\
         format: jb-book
         root: index
