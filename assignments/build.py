@@ -20,7 +20,8 @@ writes, under ``<out>/NN_name/``:
 Cells tagged ``near-miss`` or ``book-method`` never reach Otter: they are taken out of the master
 before ``otter assign`` and put back, after their question's solution, only in their control.
 
-The master's format, per question (``tests/test_assignments.py`` checks each point): a raw
+The master's format, per question (``tests/assignments/test_assignments.py`` checks each
+point): a raw
 ``# BEGIN QUESTION`` cell (``name``, ``points``; ``manual: true`` for a free-response question);
 the Markdown prompt; a raw ``# BEGIN SOLUTION`` cell, the answer cell(s) (given set-up code may
 stay; lines ending ``# SOLUTION`` and blocks between ``# BEGIN SOLUTION``/``# END SOLUTION``

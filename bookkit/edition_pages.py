@@ -23,7 +23,8 @@ def edition(root: Path) -> dict[str, str]:
     (url, branch), version = read_repository(root), read_version(root)
     dev = is_development(version)
     tag = branch if dev else f"v{version}"
-    authors = " and ".join(a["name"] for a in cff["authors"])  # an entity (tests/test_publishing)
+    # an entity (tests/bookkit/test_publishing)
+    authors = " and ".join(a["name"] for a in cff["authors"])
     commit = git(root, "rev-parse", "HEAD", check=False) if dev else ""
     if dev:
         where = f"the branch {branch}" + (f" at commit {commit[:12]}" if commit else "")

@@ -66,5 +66,6 @@ __all__ = [
 
 # The book's edition: the ONE place the version is written. pyproject.toml reads it
 # (setuptools dynamic version); CITATION.cff, CHANGELOG.md and the notebooks' setup cells
-# (`make sync`: gmmlib installed at the tag v<version>) must agree (tests/test_publishing.py).
+# (`make sync`: gmmlib installed at the tag v<version>) must agree
+# (tests/bookkit/test_publishing.py).
 __version__ = "0.3.0.dev0"

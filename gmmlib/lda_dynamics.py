@@ -208,7 +208,8 @@ def sgd_chains(
     adjoint :math:`J^\top` of :prf:ref:`prop-05-adjoint`, :math:`(\Gamma v_{21}g_w^\top + \Delta
     g_s^\top,\ 2g_s,\ \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\ -g_b + 2g_r)`. This is the same
     dynamics as :func:`gmmlib.training.train` with :class:`gmmlib.lda_torch.LDABlocksModule` and
-    ``optimizer="sgd"`` (``tests/test_lda.py`` compares them step by step), vectorised in numpy over
+    ``optimizer="sgd"`` (``tests/gmmlib/test_lda.py`` compares them step by step), vectorised in
+    numpy over
     the chains: about fifty times faster for this small head, which makes replicated runs of
     :math:`10^4` steps affordable.
 

@@ -100,7 +100,7 @@ def share_mathtext_parses() -> None:
     draw pass of ``savefig``) parses its mathtext again, e.g. the ``$10^{-5}$`` labels of each
     log axis, at about a millisecond a glyph. A parse depends only on the expression, the
     font, the dpi and the antialiasing, which are all in the cache's key, so sharing the
-    parser changes no pixel (``tests/test_plotting.py`` compares) and saves a sizeable part
+    parser changes no pixel (``tests/gmmlib/test_plotting.py`` compares) and saves a sizeable part
     of each log-scale figure's time. The first renderer created after this call lends its
     parser to the later ones; calling it again does nothing.
     """
@@ -350,7 +350,7 @@ def _frame_png(fig: Any, dpi: int, renderers: dict[tuple[int, int, float], Any])
     """``fig`` as PNG bytes at ``dpi``: the pixels ``fig.savefig(format="png", dpi=dpi)`` writes, in
     less time.
 
-    Two savings, neither changing a pixel (``tests/test_plotting.py`` compares them with
+    Two savings, neither changing a pixel (``tests/gmmlib/test_plotting.py`` compares them with
     ``savefig``'s):
 
     1. ``savefig`` draws a figure that has a layout engine (the book's constrained layout)

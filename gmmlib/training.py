@@ -10,7 +10,8 @@ The sampler follows gmmlib's one convention, count first and generator last: ``s
 rng)``, as :meth:`gmmlib.mixtures.GaussianMixture.sample`. The two other descents in gmmlib are not
 training loops: :func:`gmmlib.lda_dynamics.population_gradient_descent` is deterministic descent on
 a quadrature risk (no batches), and :func:`gmmlib.lda_dynamics.sgd_chains` is this loop's SGD
-written out in numpy for many chains at once (``tests/test_lda.py`` compares them step by step).
+written out in numpy for many chains at once (``tests/gmmlib/test_lda.py`` compares them step
+by step).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def _adam_step(params: list[torch.Tensor], moments: list[tuple[torch.Tensor, tor
         \frac{m}{\sqrt{v}/\sqrt{1 - \beta_2^t} + \epsilon}.
 
     Written out (the same operations in the same order as torch's single-tensor Adam, so the
-    steps agree to the bit, as ``tests/test_training.py`` checks) because ``torch.optim``'s first
+    steps agree to the bit, as ``tests/gmmlib/test_training.py`` checks) because
+    ``torch.optim``'s first
     step imports ``torch._dynamo``, a second or more of every chapter that trains.
     """
     for p, (m, v) in zip(params, moments):
