@@ -8,6 +8,7 @@ names, never a duration.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -319,6 +320,9 @@ def test_make_without_an_environment_or_python_says_what_to_do(tmp_path):
 @pytest.mark.parametrize("args", [["run"], ["grade", "ASSIGNMENT=01_infinite_prompt_limit"]])
 def test_make_targets_without_their_arguments_say_so_first(args):
     """Before the environment is made or anything runs: one line, the usage."""
-    proc = subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # as a reader types it: not a sub-make of `make test` (which would print its directory)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env=env)
     line = _one_line(proc.stderr)
     assert proc.returncode == 2 and f"usage: make {args[0]} " in line and proc.stdout == ""

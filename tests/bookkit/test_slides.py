@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -84,8 +86,6 @@ def setup(app):
 
 @pytest.fixture(scope="module")
 def tiny_deck(tmp_path_factory) -> tuple[Path, str]:
-    from sphinx.application import Sphinx
-
     src = tmp_path_factory.mktemp("tiny")
     (src / "book").mkdir()
     (src / "conf.py").write_text(CONF, encoding="utf-8")
@@ -102,9 +102,12 @@ def tiny_deck(tmp_path_factory) -> tuple[Path, str]:
     (src / "book" / "01_ch.md").write_text(CHAPTER, encoding="utf-8")
     (src / "book" / "pic.png").write_bytes(PNG)
     out = src / "_build" / "html"
-    app = Sphinx(src, src, out, src / "_build" / "doctrees", "html", status=None,
-                 warning=None, freshenv=True)
-    app.build()
+    # in a process of its own: a second Sphinx app with myst-nb in one process (another test
+    # builds one) finds myst-nb's parser unregistered
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-E", "-q", str(src),
+                            str(out), "-d", str(src / "_build" / "doctrees")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
     assert toc.chapters(src) == ["book/01_ch"]
     return out, (out / slides.deck_uri("book/01_ch")).read_text(encoding="utf-8")
 
