@@ -126,7 +126,7 @@ for _m, _xi, _p in [(np.array([1.2, 0.8]), 0.9, 0.3), (np.array([-0.5, 1.5]), 1.
 # %% [markdown]
 # **Question 2** (a variant of Exercise ex-08-affine-floor, warm-up). Three components with a
 # common $\Gamma = \gamma^2 I$, $\gamma = 0.5$: weights $(0.2, 0.3, 0.5)$ and means
-# $(2, 0)$, $(0, 2)$, $(1, -1)$, observed with noise $\xi = 1.5$. By the law of total covariance,
+# $(2, 0)$, $(0, 2)$, $(1, -1)$, observed with noise $\xi = 1.3$. By the law of total covariance,
 # compute `Sigma_X` $= \operatorname{Cov}X$ (shape `(2, 2)`), then the affine floor `R_aff` and
 # the linear floor `R_lin` of eq-08-floors (floats). Compute them from the weights and means
 # below, as the exercise does by hand, not with a gmmlib function that returns them.
@@ -137,7 +137,7 @@ for _m, _xi, _p in [(np.array([1.2, 0.8]), 0.9, 0.3), (np.array([-0.5, 1.5]), 1.
 # %%
 weights = np.array([0.2, 0.3, 0.5])
 means = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, -1.0]])
-gamma, xi = 0.5, 1.5
+gamma, xi = 0.5, 1.3
 # BEGIN SOLUTION
 m_bar = weights @ means
 centred = means - m_bar
@@ -185,7 +185,7 @@ assert R_aff < R_lin - 1e-6, (
 # HIDDEN
 # Cov X = E[XXᵀ] − m̄m̄ᵀ (another route than the law of total covariance) and gmmlib's closed
 # forms of both floors; tolerance 1e-9 relative: the hand computation is exact up to round-off
-# (~1e-15), and the near miss (E[XXᵀ] for Cov X) is 0.41 away on R_aff
+# (~1e-15), and the near miss (E[XXᵀ] for Cov X) is 0.34 away on R_aff
 from gmmlib.denoising import best_affine_denoiser, best_linear_denoiser
 
 _w = np.array([0.2, 0.3, 0.5])
@@ -194,7 +194,7 @@ _second = 0.25 * np.eye(2) + np.einsum("k,ki,kj->ij", _w, _m, _m)
 _cov = _second - np.outer(_w @ _m, _w @ _m)
 assert np.allclose(Sigma_X, _cov, rtol=0, atol=1e-9), "Sigma_X is not Cov X"
 _prior = GaussianMixture.isotropic(_w, _m, 0.25)
-_R_aff, _R_lin = best_affine_denoiser(_prior, 1.5)[2], best_linear_denoiser(_prior, 1.5)[1]
+_R_aff, _R_lin = best_affine_denoiser(_prior, 1.3)[2], best_linear_denoiser(_prior, 1.3)[1]
 assert abs(R_aff - _R_aff) <= 1e-9 * _R_aff, "R_aff is not the affine floor"
 assert abs(R_lin - _R_lin) <= 1e-9 * _R_lin, "R_lin is not the linear floor"
 
