@@ -18,8 +18,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory) -> dict[str, zipfile.ZipFile]:
-    out = tmp_path_factory.mktemp("wheels")
-    for project in (ROOT, ROOT / "bookkit"):  # the environment's setuptools: no download
+    import shutil
+
+    out, src = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("sources")
+    # built from copies: setuptools writes build/ and *.egg-info beside the sources
+    shutil.copytree(ROOT / "gmmlib", src / "gmmlib" / "gmmlib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / "gmmlib" / name)
+    shutil.copytree(ROOT / "bookkit", src / "bookkit", ignore=shutil.ignore_patterns(
+        "__pycache__", "build", "*.egg-info"))
+    for project in (src / "gmmlib", src / "bookkit"):  # the environment's setuptools: no download
         subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                         "--no-build-isolation", "-w", str(out), str(project)],
                        check=True, capture_output=True, text=True, timeout=300)
