@@ -124,7 +124,7 @@ def test_optional_boxes_define_no_notation_used_outside(path):
 
 def test_the_rules_catch_their_examples():
     """Each rule rejects the case it was written for, and passes the fixed version."""
-    forward = ("::::{admonition} Check your understanding\n:class: check-understanding\n"
+    forward = ("::::{admonition} Check your understanding\n:class: dropdown check-understanding\n"
                "See {eq}`eq-later`.\n::::\n\n$$\nx\n$$ (eq-later)\n")
     assert forward_references(forward)
     back = "$$\nx\n$$ (eq-later)\n\n" + forward.split("\n\n$$")[0] + "\n"
