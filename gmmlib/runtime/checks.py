@@ -2,7 +2,7 @@ r"""Check cells: compare a computed value with its reference under a stated, jus
 
 Every check cell of the book goes through a :class:`Ledger`, one per chapter::
 
-    from gmmlib.checks import Ledger
+    from gmmlib.runtime import Ledger
     ledger = Ledger("01_infinite_prompt_limit")
     ledger.within_se(C_claimed, monte_carlo_mean(samples), claim="thm-clt",
                      what="L·MSE at κ = 1",
@@ -59,8 +59,9 @@ from .glue import glue as glue
 from .verdicts import show
 
 # The evidence a check compares with (Estimate and the functions that make one) is defined in
-# gmmlib.evidence, what a check produces (Control, CheckResult, ...) in gmmlib.verdicts; both
-# are imported here too, so that a chapter takes every check tool from here.
+# gmmlib.runtime.evidence, what a check produces (Control, CheckResult, ...) in
+# gmmlib.runtime.verdicts; both are imported here too, so that every check tool is also here
+# (a chapter takes them from gmmlib.runtime).
 __all__ = ["Ledger"]
 
 
@@ -92,7 +93,7 @@ class Ledger:
     with an explicit tolerance). Controls replace the claim by default. A check displays its
     one-line verdict, records it, and returns nothing; ``entries`` holds the results.
 
-    Each kind of check builds a :class:`~gmmlib.comparisons.Comparison` and hands it to
+    Each kind of check builds a :class:`~gmmlib.runtime.comparisons.Comparison` and hands it to
     :meth:`check`, which runs the claim, the controls, the power and the record alike.
 
     Parameters
@@ -233,9 +234,9 @@ class Ledger:
         r"""Check a claim against a random estimate: :math:`|v - \hat\theta| \le k\,\mathrm{se}`.
 
         ``value`` is the claim; ``estimate`` the random evidence, an :class:`Estimate` from
-        :func:`~gmmlib.evidence.replicates` or :func:`~gmmlib.evidence.monte_carlo_mean`
-        (whose ``se``, ``k``, ``why`` and ``method`` are used unless given), or an array with
-        its ``se``. With :math:`k = 4` a
+        :func:`~gmmlib.runtime.evidence.replicates` or
+        :func:`~gmmlib.runtime.evidence.monte_carlo_mean` (whose ``se``, ``k``, ``why`` and
+        ``method`` are used unless given), or an array with its ``se``. With :math:`k = 4` a
         correct claim fails with probability about 6·10⁻⁵ per entry; the draws are seeded, so
         a passing build keeps passing. Arrays are compared entry by entry (``se`` broadcast).
         The check states the smallest relative error of the claim it detects (relative to

@@ -3,8 +3,8 @@ r"""Torch versions of one head on the LDA task (Chapters 5 and 6): autograd refe
 :class:`QuadratureRisk` is the population risk on a fixed full-dimensional Gauss–Hermite rule, a
 torch function whose ``autograd`` gradients and Hessians are exact for that rule (the chapters' and
 tests' independent reference); :class:`LDABlocksModule` is the trainable twin of
-:class:`~gmmlib.lda.LDABlocks`, a ``torch.nn.Module`` of :math:`x` trained by
-:func:`gmmlib.training.train`. The numpy versions are in :mod:`gmmlib.lda`.
+:class:`~gmmlib.lda.task.LDABlocks`, a ``torch.nn.Module`` of :math:`x` trained by
+:func:`gmmlib.training.train`. The numpy versions are in :mod:`gmmlib.lda.task`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._lda_rules import effective_map
-from ._validation import check_positive, check_type
-from .lda import LDABlocks, LDAModel
-from .quadrature import gauss_hermite
+from ._rules import effective_map
+from .._validation import check_positive, check_type
+from .task import LDABlocks, LDAModel
+from ..quadrature import gauss_hermite
 
 __all__ = ["QuadratureRisk", "LDABlocksModule"]
 
@@ -27,7 +27,7 @@ class QuadratureRisk:
 
     The nodes :math:`x_i` (``n_points``:math:`^d` per class) and weights do not depend on the
     parameters, so ``torch.autograd`` gives exact gradients and Hessians of the quadrature rule.
-    Meant for small :math:`d` (:math:`n^d` nodes); use :func:`~gmmlib.lda.population_risk`
+    Meant for small :math:`d` (:math:`n^d` nodes); use :func:`~gmmlib.lda.task.population_risk`
     otherwise.
     """
 
@@ -53,7 +53,7 @@ class QuadratureRisk:
 
     def attention(self, vec: torch.Tensor) -> torch.Tensor:
         """The risk of the head whose flat parameter vector is ``vec`` (order of
-        :meth:`~gmmlib.lda.LDABlocks.vector`)."""
+        :meth:`~gmmlib.lda.task.LDABlocks.vector`)."""
         d = self.model.dim
         U11 = vec[: d * d].reshape(d, d)
         u21, v21, v22 = vec[d * d : d * d + d], vec[d * d + d : d * d + 2 * d], vec[-1]
@@ -63,13 +63,13 @@ class QuadratureRisk:
 
 
 class LDABlocksModule(nn.Module):
-    r"""The trainable twin of :class:`~gmmlib.lda.LDABlocks`: one softmax head on an infinitely long
-    prompt of LDA tokens, as a torch module of :math:`x`.
+    r"""The trainable twin of :class:`~gmmlib.lda.task.LDABlocks`: one softmax head on an infinitely
+    long prompt of LDA tokens, as a torch module of :math:`x`.
 
     ``forward(X)`` returns :math:`f_\theta(x) = w^\top x + b + r\sigma(s_0+s^\top x)` with
     :math:`(w,b,r,s)` the image of the trainable blocks :math:`\theta = (U_{11}, u_{21}, v_{21},
-    v_{22})` (see :func:`~gmmlib.lda.effective_params`). Training it on fresh samples :math:`(X, Y)`
-    is stochastic gradient descent on the population risk :math:`R(\theta)`.
+    v_{22})` (see :func:`~gmmlib.lda.task.effective_params`). Training it on fresh samples
+    :math:`(X, Y)` is stochastic gradient descent on the population risk :math:`R(\theta)`.
     """
 
     def __init__(self, model: LDAModel, theta: LDABlocks) -> None:

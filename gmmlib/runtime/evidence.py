@@ -5,7 +5,7 @@ written from the actual numbers: a quadrature value with its convergence error
 (:func:`converged_quadrature`), a Richardson-extrapolated derivative
 (:func:`richardson_derivative`), or the mean of random draws with its standard error and a
 family-wise multiplier (:func:`replicates`, :func:`monte_carlo_mean`). The checks that use
-them are in :mod:`gmmlib.checks`, which re-exports everything here.
+them are in :mod:`gmmlib.runtime.checks`, which re-exports everything here.
 """
 
 from __future__ import annotations
@@ -40,13 +40,14 @@ class Estimate:
     value : ndarray
         The estimate.
     error : ndarray
-        The absolute tolerance it justifies (for :meth:`~gmmlib.checks.Ledger.close`).
+        The absolute tolerance it justifies (for :meth:`~gmmlib.runtime.checks.Ledger.close`).
     why : str
         How ``error`` was obtained, written from the actual numbers.
     method : str
         How ``value`` was computed.
     se : ndarray or None
-        Its standard error, for random estimates (for :meth:`~gmmlib.checks.Ledger.within_se`).
+        Its standard error, for random estimates (for
+        :meth:`~gmmlib.runtime.checks.Ledger.within_se`).
     k : float or None
         The tolerance multiplier in standard errors that goes with ``se``.
     """
@@ -179,8 +180,8 @@ def replicates(
     r"""Mean and standard error of independent replicates (axis 0), with a family-wise multiplier.
 
     See :func:`replicate_mean_se` for the formulas; the returned :class:`Estimate` carries ``se``
-    and the multiplier ``k`` for :meth:`~gmmlib.checks.Ledger.within_se`, and a ``why`` written from
-    the actual counts.
+    and the multiplier ``k`` for :meth:`~gmmlib.runtime.checks.Ledger.within_se`, and a ``why``
+    written from the actual counts.
     """
     mean, se, k = replicate_mean_se(samples, familywise_alpha=familywise_alpha)
     x = numeric_array(samples, "samples")

@@ -3,7 +3,7 @@ r"""The kinds of comparison a check makes: one small class each.
 A comparison holds the claim and its evidence, says whether the claim passes, how far it is
 from passing and in what words (:meth:`Comparison.outcome`), and applies the very same test to a
 wrong answer put in the place of one of its sides (:meth:`Comparison.reject`).
-:class:`gmmlib.checks.Ledger` runs every kind alike: the claim, its controls, the power of a
+:class:`gmmlib.runtime.checks.Ledger` runs every kind alike: the claim, its controls, the power of a
 random check, the record. A new kind of check is a new subclass here and a method of the Ledger
 that builds it.
 
@@ -85,7 +85,8 @@ class Comparison:
 
 class Close(Comparison):
     r""":math:`|v_i - r_i| \le \text{atol} + \text{rtol}\,|r_i| + \varepsilon_i` for every i,
-    with :math:`\varepsilon` the error of an :class:`~gmmlib.evidence.Estimate` reference."""
+    with :math:`\varepsilon` the error of an :class:`~gmmlib.runtime.evidence.Estimate`
+    reference."""
 
     def __init__(self, value: Any, reference: Any, atol: float | None, rtol: float,
                  scale: Any = None) -> None:

@@ -3,7 +3,7 @@ r"""The dynamics of one softmax head on the LDA task (Chapter 6).
 Population gradient descent and the gradient flow on the attention parameters, stochastic
 gradient descent on fresh samples (several independent chains at once), the stationary excess
 risk of constant-step SGD near a Bayes minimiser, and the valley floor left by a gate once the
-affine part is refitted. The task, the predictor and the risk are in :mod:`gmmlib.lda`.
+affine part is refitted. The task, the predictor and the risk are in :mod:`gmmlib.lda.task`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import expit
 
-from ._lda_rules import adjoint_map, effective_map, sigmoid, weighted_sum
-from ._validation import as_float_array, check_positive, check_type
-from .lda import (
+from ._rules import adjoint_map, effective_map, sigmoid, weighted_sum
+from .._validation import as_float_array, check_positive, check_type
+from .task import (
     RISK_TOLERANCE,
     LDABlocks,
     LDAModel,
@@ -23,8 +23,8 @@ from .lda import (
     attention_risk_grad,
     effective_params,
 )
-from .quadrature import gauss_hermite
-from .records import Trajectory
+from ..quadrature import gauss_hermite
+from ..records import Trajectory
 
 __all__ = [
     "population_gradient_descent",
@@ -55,8 +55,8 @@ def population_gradient_descent(
     deterministic, on the population risk computed by quadrature, so the iterates are the exact
     Euler steps of :func:`gradient_flow` (step ``lr``), to the rule's accuracy; ``train`` takes
     stochastic steps on sampled prompts (as :func:`sgd_chains` does, vectorised). The risk and its
-    gradient come from :func:`~gmmlib.lda.attention_risk_grad` (``rule``, ``n_points`` and ``tol``
-    as in :func:`~gmmlib.lda.population_risk`).
+    gradient come from :func:`~gmmlib.lda.task.attention_risk_grad` (``rule``, ``n_points`` and
+    ``tol`` as in :func:`~gmmlib.lda.task.population_risk`).
 
     Parameters
     ----------
@@ -121,7 +121,7 @@ def gradient_flow(
     (slow drift along flat directions next to fast normal decay, as near the minimisers);
     ``"DOP853"`` and ``"RK45"`` are explicit Runge–Kutta methods (Hairer, Nørsett & Wanner, 1993),
     cheaper per step while the flow is not stiff. The gradient is
-    :func:`~gmmlib.lda.attention_risk_grad` (``n_points``, ``rule``, ``tol`` as there).
+    :func:`~gmmlib.lda.task.attention_risk_grad` (``n_points``, ``rule``, ``tol`` as there).
 
     Parameters
     ----------
@@ -207,7 +207,7 @@ def sgd_chains(
     :math:`\nabla_{(w,b,r,s)} = \sum_b c_b\,(X_b, 1, g_b, r g_b(1-g_b)X_b)`, pulled back by the
     adjoint :math:`J^\top` of :prf:ref:`prop-05-adjoint`, :math:`(\Gamma v_{21}g_w^\top + \Delta
     g_s^\top,\ 2g_s,\ \Gamma U_{11}g_w + m_{-1}g_b + \Delta g_r,\ -g_b + 2g_r)`. This is the same
-    dynamics as :func:`gmmlib.training.train` with :class:`gmmlib.lda_torch.LDABlocksModule` and
+    dynamics as :func:`gmmlib.training.train` with :class:`gmmlib.lda.autograd.LDABlocksModule` and
     ``optimizer="sgd"`` (``tests/gmmlib/test_lda.py`` compares them step by step), vectorised in
     numpy over
     the chains: about fifty times faster for this small head, which makes replicated runs of
@@ -235,7 +235,7 @@ def sgd_chains(
     -------
     SGDChains
         ``steps`` (the recorded step numbers) and ``thetas`` (a list over the recorded steps of
-        lists over the chains of :class:`~gmmlib.lda.LDABlocks`).
+        lists over the chains of :class:`~gmmlib.lda.task.LDABlocks`).
     """
     model = check_type(model, LDAModel, "model")
     if theta0.dim != model.dim:
@@ -373,9 +373,10 @@ def sgd_excess_floor(
         = \frac{\eta}{4B}\sum_i\frac{\lambda_i}{1 - \eta\lambda_i/2}.
 
     The eigenvalues :math:`\lambda_i > 0` of :math:`H = J^\top F J` (:math:`J` the Jacobian of
-    :func:`~gmmlib.lda.attention_jacobian`, :math:`F = \mathbb E[\sigma'(f)\,g g^\top]`, :math:`g =
-    \nabla_{(w,b,r,s)}f`) are those of :math:`F^{1/2}JJ^\top F^{1/2}`; :math:`F` is estimated by
-    Monte Carlo on ``n_samples`` draws from ``rng`` (a relative error of order :math:`n^{-1/2}`).
+    :func:`~gmmlib.lda.task.attention_jacobian`, :math:`F = \mathbb E[\sigma'(f)\,g g^\top]`,
+    :math:`g = \nabla_{(w,b,r,s)}f`) are those of :math:`F^{1/2}JJ^\top F^{1/2}`; :math:`F` is
+    estimated by Monte Carlo on ``n_samples`` draws from ``rng`` (a relative error of order
+    :math:`n^{-1/2}`).
     """
     model = check_type(model, LDAModel, "model")
     lr = check_positive(lr, "lr")

@@ -2,7 +2,8 @@ r"""The landscape of one softmax head on the LDA task: its landmarks (Chapters 4
 
 The best risk of linear attention (the ceiling a softmax head beats), the distances to the two
 families of Bayes minimisers, and the diverging minimising sequence :math:`\zeta_\rho`. The task,
-the predictor and the risk are in :mod:`gmmlib.lda`; the dynamics in :mod:`gmmlib.lda_dynamics`.
+the predictor and the risk are in :mod:`gmmlib.lda.task`; the dynamics in
+:mod:`gmmlib.lda.dynamics`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from ._validation import as_float_array, check_positive, check_type
-from .lda import RISK_TOLERANCE, EffectiveParams, LDAModel, population_risk_grad
+from .._validation import as_float_array, check_positive, check_type
+from .task import RISK_TOLERANCE, EffectiveParams, LDAModel, population_risk_grad
 
 __all__ = ["best_linear_attention", "minimiser_distances", "zeta_sequence"]
 
@@ -29,8 +30,8 @@ def best_linear_attention(model: LDAModel, n_points: int = 40,
     is a convex logistic regression without intercept, solved by BFGS (scipy) on the quadrature risk
     and its exact gradient, then polished by three Newton steps (gradient norm ~1e-15). The search
     starts at ``start`` (default :math:`w = 0`, which knows nothing of :math:`w^*`); the rule's
-    convergence (see :func:`gmmlib.lda.population_risk`) is checked at the minimiser, not at the
-    trial points of the line searches. Returns ``(w_lin, risk)``.
+    convergence (see :func:`gmmlib.lda.task.population_risk`) is checked at the minimiser, not at
+    the trial points of the line searches. Returns ``(w_lin, risk)``.
     """
     model = check_type(model, LDAModel, "model")
     d = model.dim

@@ -2,7 +2,7 @@ r"""One seed for the whole book, and named random streams derived from it.
 
 Every random draw of the book comes from a generator made here::
 
-    from gmmlib.seeding import Seeds
+    from gmmlib.runtime import Seeds
     seeds = Seeds(chapter=1)
     rng = seeds.rng("prompts")           # numpy Generator for the chapter's prompts
     torch_seed = seeds.int("training")   # an int, for APIs that take an int seed

@@ -1,9 +1,9 @@
 """What a check produces: its negative control, its record and verdict, and their display.
 
-:class:`gmmlib.checks.Ledger` makes these; they are documented here, where they are defined, and
-``gmmlib.checks`` imports them too. A check's cell output carries the verdict as HTML and plain
-text, and beside it the record as the MIME type :data:`MIME_TYPE`, which the book's build
-collects into the verification ledger.
+:class:`gmmlib.runtime.checks.Ledger` makes these; they are documented here, where they are
+defined, and ``gmmlib.runtime.checks`` imports them too. A check's cell output carries the verdict
+as HTML and plain text, and beside it the record as the MIME type :data:`MIME_TYPE`, which the
+book's build collects into the verification ledger.
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._validation import as_float_array, check_matrix, check_points, check_positive, check_rng
-from .attention import Head
-from .mixtures import GaussianMixture, check_mixture
-from .records import History
+from .._validation import as_float_array, check_matrix, check_points, check_positive, check_rng
+from ..attention import Head
+from ..mixtures import GaussianMixture, check_mixture
+from ..records import History
 
 __all__ = [
     "random_heads",
@@ -135,7 +135,7 @@ def heads_squared_error(
 
     and the exact gradient of :math:`\ell` in every :math:`U_h, V_h` (backpropagation written
     out in numpy: about 40 times faster than torch's autograd for these small models; the
-    tests check the loss against :func:`gmmlib.denoising_heads.multihead_limit` and the
+    tests check the loss against :func:`gmmlib.denoising.heads.multihead_limit` and the
     gradient against central differences of the loss). ``weights`` default to :math:`1/n`
     (the batch mean); quadrature weights give the population excess risk.
 

@@ -2,8 +2,8 @@ r"""Attention heads that denoise: exact constructions and sums of heads on mixtu
 
 Chapters 8 and 10. A head reads the noisy prompt, whose law is
 :math:`\mu_Z = \sum_k\pi_k\mathcal N(m_k, \Gamma_k + \xi^2 I)`
-(:func:`gmmlib.denoising.noisy_mixture`), and should return the Bayes denoiser
-:math:`\mathbb E[X\mid Z = z]` (:func:`gmmlib.denoising.bayes_denoiser`). This module holds
+(:func:`gmmlib.denoising.task.noisy_mixture`), and should return the Bayes denoiser
+:math:`\mathbb E[X\mid Z = z]` (:func:`gmmlib.denoising.task.bayes_denoiser`). This module holds
 
 * the exact constructions of Chapter 8: two heads for two components with equal norms
   (:func:`two_head_construction`), one head when one exists (:func:`one_head_construction`);
@@ -24,10 +24,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._validation import as_float_array, check_matrix, check_points, check_positive
-from .attention import Head, softmax_attention
-from .limits import softmax_attention_limit
-from .mixtures import GaussianMixture, check_mixture
+from .._validation import as_float_array, check_matrix, check_points, check_positive
+from ..attention import Head, softmax_attention
+from ..limits import softmax_attention_limit
+from ..mixtures import GaussianMixture, check_mixture
 
 __all__ = [
     "carrier_direction",
