@@ -232,7 +232,7 @@ assert np.allclose(sixth_moments(2 * _G), 8 * sixth_moments(_G)), \
 # exact on these degree-6 polynomials from 4 nodes per axis, so its error is round-off:
 # converged_quadrature's bound (10 × the change from 10 to 20 nodes + 100 ulp) is ~1e-13; the
 # near miss is off by 6Γ₁₁Γ₁₂² ≥ 0.5 here, 1e12 times more
-from gmmlib.evidence import converged_quadrature
+from gmmlib.runtime import converged_quadrature
 from gmmlib.quadrature import gaussian_nodes
 
 for _G in (np.array([[1.3, 0.6], [0.6, 0.8]]), np.array([[0.7, -0.45], [-0.45, 1.9]])):
@@ -291,7 +291,7 @@ def two_point_denoiser(z, m1, m2, p, xi):  # noqa: F811
 # %% tags=["book-method"]
 # the chapter's check of eq-00-tweedie: z + ξ² (log p_Z)′(z), the derivative by Richardson
 # extrapolation of central differences (richardson_derivative, h = 1e-3)
-from gmmlib.evidence import richardson_derivative
+from gmmlib.runtime import richardson_derivative
 
 
 def two_point_denoiser(z, m1, m2, p, xi):  # noqa: F811

@@ -112,7 +112,7 @@ assert abs(linear_constant(np.array([0.8, 0.3]), _G, _U, _V, np.zeros(2))) < 1e-
 # is round-off (converged_quadrature: 10 × the change from 10 to 20 nodes + 100 ulp, ~1e-13);
 # the book's method (Isserlis, closed form) is exact too; the near miss (Γ + mmᵀ for Γ) is off
 # by 7 % to 43 % of the value at these cases, 1e10 times the tolerance
-from gmmlib.evidence import converged_quadrature
+from gmmlib.runtime import converged_quadrature
 from gmmlib.quadrature import gaussian_nodes
 
 _cases = [
@@ -238,7 +238,7 @@ assert np.isclose(uniform_constant(np.array([1e-3, 1e-3])), 2 / 3, rtol=1e-3), \
 # 80 nodes per axis + round-off, ~1e-13); atol 1e-8 is above the error of a 10-node rule
 # (≤ 4e-9 at these tilts) and the book's 20-node rule (~1e-15), and 1e6 times below the near
 # miss (the Gaussian answers with Γ = I/3: T off by ≥ 0.06, C by ≥ 1.3 here)
-from gmmlib.evidence import converged_quadrature
+from gmmlib.runtime import converged_quadrature
 
 
 def _uniform_by_quadrature(a):

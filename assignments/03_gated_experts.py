@@ -339,7 +339,7 @@ assert np.all(np.diff(fractions) < 0), "sharper attention (larger ω) means fewe
 # gmmlib's effective_sample_fraction (closed form, round-off); the answer is a closed form, so
 # rtol 1e-8 against the latter, far below the near miss (one Gaussian: off by ≥ 15 % of the
 # value, and by a factor 1e7 at ω = 3)
-from gmmlib.evidence import converged_quadrature
+from gmmlib.runtime import converged_quadrature
 from gmmlib.limits import effective_sample_fraction
 from gmmlib.quadrature import mixture_nodes
 

@@ -258,7 +258,7 @@ K_zeta = float(sig2**2 / 4 * moment)
 
 # %% tags=["book-method"]
 # the chapter's computation: gmmlib's x-space rule at 30 and 60 nodes (converged_quadrature)
-from gmmlib.checks import converged_quadrature
+from gmmlib.runtime import converged_quadrature
 from gmmlib.lda import LDAModel
 from gmmlib.quadrature import expectation
 

@@ -262,7 +262,7 @@ c4 = float(0.5 * (0.5 * r * sig2) ** 2 * weighted_fit(refit=False))
 # at ε = 0.02, 0.01, 0.005, divided by ε⁴ and Richardson-extrapolated twice (the error is a
 # series in ε: the first two terms removed)
 from gmmlib.lda import LDAModel
-from gmmlib.lda_dynamics import valley_excess
+from gmmlib.lda.dynamics import valley_excess
 
 _M = LDAModel(pi_pos, [1.0, 0.0], [0.0, 1.0], np.eye(2))
 _eps = np.array([0.02, 0.01, 0.005])

@@ -76,7 +76,7 @@ def two_point_denoiser(Z, m, xi, p):  # noqa: F811
 # %% tags=["book-method"]
 # the chapter's check of ex-08-tanh: Tweedie's formula z + ξ²∇log p_Z(z), the score by
 # Richardson-extrapolated differences of the noisy mixture's log density
-from gmmlib.evidence import richardson_derivative
+from gmmlib.runtime import richardson_derivative
 
 
 def two_point_denoiser(Z, m, xi, p):  # noqa: F811

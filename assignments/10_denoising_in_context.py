@@ -289,7 +289,7 @@ assert np.allclose(key_bias_output(Z_try, U_try, 0.0),
 # at 6 queries, two U and two χ; tolerance: the rule's error (10 × the change from 20 to 40 nodes
 # per axis, plus round-off: at most ~1e-4, at χ = 0.6), above the 40-node rule's own error
 # (~3e-11 against the closed form) and 400 times below the near miss (0.03 to 0.06 away)
-from gmmlib.evidence import converged_quadrature
+from gmmlib.runtime import converged_quadrature
 from gmmlib.quadrature import mixture_nodes  # noqa: F811 (the book-method control imports it too)
 
 _Z = np.random.default_rng(1010).normal(scale=1.5, size=(6, 2))

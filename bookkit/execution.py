@@ -15,7 +15,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from bookkit import internals
 from bookkit.run import first_line
-from gmmlib.plotting import HEADLESS_ENV
+from gmmlib.runtime.plotting import HEADLESS_ENV
 
 
 def students_edition() -> bool:

@@ -15,7 +15,7 @@ from sphinx.util.nodes import make_refnode
 from bookkit import internals
 from bookkit.pages import (keep_per_page, link, linked, merged, page_link, para,
                            register_generated, store, table, title, warn)
-from gmmlib.verdicts import MAX_DETECTABLE, MIME_TYPE, RECORD_SCHEMA
+from gmmlib.runtime.verdicts import MAX_DETECTABLE, MIME_TYPE, RECORD_SCHEMA
 
 CLAIM_TYPES = ("theorem", "proposition", "lemma", "corollary")
 CHECKS, UNCHECKED = "ledger_checks", "ledger_unchecked"

@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 from traitlets.config import Config
 
-from gmmlib.plotting import HEADLESS_ENV
+from gmmlib.runtime.plotting import HEADLESS_ENV
 
 from .toc import NoBook, find_root
 

@@ -258,7 +258,7 @@ class GaussianMixture:
         The finite prompts of Chapter 1 (their empirical measures :math:`\hat\mu_L`). A bare
         mixture has no queries and no targets, so this is not a task sampler (those are
         ``sample_prompts`` and return a :class:`gmmlib.attention.PromptBatch`): it returns the
-        tokens, as :meth:`gmmlib.lda.LDAModel.sample_tokens` does. The same draws as
+        tokens, as :meth:`gmmlib.lda.task.LDAModel.sample_tokens` does. The same draws as
         ``sample(n_prompts * length, rng)``, reshaped.
 
         Returns

@@ -1,9 +1,10 @@
 r"""What gmmlib's solvers return: :class:`Trajectory` (a solved gradient flow) and :class:`History`
 (a training run's record).
 
-Every ``gradient_flow`` (:mod:`gmmlib.regression`, :mod:`gmmlib.lda_dynamics`) returns a
-:class:`Trajectory`; :func:`gmmlib.training.train` and :func:`gmmlib.head_training.online_sgd_heads`
-return a :class:`History`. No torch here: numpy-only modules use them.
+Every ``gradient_flow`` (:mod:`gmmlib.regression`, :mod:`gmmlib.lda.dynamics`) returns a
+:class:`Trajectory`; :func:`gmmlib.training.train` and
+:func:`gmmlib.denoising.training.online_sgd_heads` return a :class:`History`. No torch here:
+numpy-only modules use them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class Trajectory(NamedTuple):
         The output times.
     thetas : list
         The parameters at those times, one object per time, of the type the flow's start has
-        (:class:`gmmlib.regression.RegressionBlocks`, :class:`gmmlib.lda.LDABlocks`).
+        (:class:`gmmlib.regression.RegressionBlocks`, :class:`gmmlib.lda.task.LDABlocks`).
     nfev : int
         The number of gradient evaluations the solver made.
     """

@@ -42,7 +42,7 @@ minimised by :math:`bA = \Gamma_L^* = \big((1+\frac1L)\Sigma + \frac{\operatorna
 
 Every function takes the task first (the covariance ``cov`` :math:`= \Sigma`), then the
 parameters (``A, b``, or a head's ``U, V``), then options as keywords (``noise_std``), as
-:mod:`gmmlib.lda` does. The free blocks :math:`(A, b)` are a :class:`RegressionBlocks`;
+:mod:`gmmlib.lda.task` does. The free blocks :math:`(A, b)` are a :class:`RegressionBlocks`;
 ``.head()`` gives the full :class:`gmmlib.attention.Head`.
 """
 
@@ -213,7 +213,7 @@ class RegressionBlocks(NamedTuple):
         r"""The balance :math:`\|A\|_F^2 - b^2`, conserved by the gradient flow
         (:prf:ref:`thm-02-flow`; the chapter's "imbalance").
 
-        The same idea and name as :meth:`gmmlib.lda.LDABlocks.balance`.
+        The same idea and name as :meth:`gmmlib.lda.task.LDABlocks.balance`.
         """
         return float(np.sum(np.asarray(self.A) ** 2) - float(self.b) ** 2)
 
@@ -277,7 +277,7 @@ def population_risk(cov: Any, A: Any, b: float, *, noise_std: float = 0.0) -> fl
 
     Eq. :eq:`eq-02-risk` of :prf:ref:`prop-02-regression` (Chapter 2); :math:`\xi` = ``noise_std``
     adds the irreducible :math:`\xi^2` of the query's own label. The task (``cov``) comes first and
-    the parameters second, as in :func:`gmmlib.lda.population_risk`.
+    the parameters second, as in :func:`gmmlib.lda.task.population_risk`.
     """
     S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
@@ -304,7 +304,7 @@ def population_risk_grad(cov: Any, A: Any, b: float, *,
     -------
     risk : float
     grad : RegressionBlocks
-        ``(grad_A, grad_b)``, as :func:`gmmlib.lda.population_risk_grad` returns ``(risk, grad)``.
+        ``(grad_A, grad_b)``, as :func:`gmmlib.lda.task.population_risk_grad` returns (risk, grad).
     """
     S = _check_cov(cov)
     A, b = _check_A_b(A, b, S.shape[0])
@@ -560,7 +560,7 @@ def gradient_flow(cov: Any, theta0: Any, t_eval: Any, *, rtol: float = 1e-13,
     The gradient flow of :prf:ref:`thm-02-flow` (Chapter 2); label noise only adds a constant
     :math:`\xi^2` to the risk and does not change the flow. Integrated with scipy's DOP853 (explicit
     Runge–Kutta of order 8) at the given tolerances. Same order of arguments and same return type as
-    :func:`gmmlib.lda_dynamics.gradient_flow`.
+    :func:`gmmlib.lda.dynamics.gradient_flow`.
 
     Parameters
     ----------

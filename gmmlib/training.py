@@ -8,8 +8,8 @@ touched.
 
 The sampler follows gmmlib's one convention, count first and generator last: ``sample(batch_size,
 rng)``, as :meth:`gmmlib.mixtures.GaussianMixture.sample`. The two other descents in gmmlib are not
-training loops: :func:`gmmlib.lda_dynamics.population_gradient_descent` is deterministic descent on
-a quadrature risk (no batches), and :func:`gmmlib.lda_dynamics.sgd_chains` is this loop's SGD
+training loops: :func:`gmmlib.lda.dynamics.population_gradient_descent` is deterministic descent on
+a quadrature risk (no batches), and :func:`gmmlib.lda.dynamics.sgd_chains` is this loop's SGD
 written out in numpy for many chains at once (``tests/gmmlib/test_lda.py`` compares them step
 by step).
 """

@@ -4,7 +4,7 @@
 the mathematics is typeset by MathJax (served with the book: the network is closed, and a page
 that asks for anything outside the local server fails), that every image loads,
 and save a screenshot under ``_build/screenshots/`` (and ``dark/`` in the theme's dark mode);
-that every in-page slider figure (``gmmlib.plotting.slider_figure``) is under 2 MB and shows
+that every in-page slider figure (``gmmlib.runtime.plotting.slider_figure``) is under 2 MB and shows
 another picture when each of its sliders is moved with the keyboard; and that axe-core finds
 no serious or critical accessibility violation, in light and in dark mode. They check, over
 all built pages, that no internal link is broken, that the launch buttons of each chapter

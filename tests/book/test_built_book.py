@@ -95,7 +95,7 @@ def test_ledger_page_shows_this_build(ledger):
 
 def test_random_checks_state_their_power(ledger):
     """ledger.json carries `detectable`: null for deterministic checks, ≤ 10 % for random ones."""
-    from gmmlib.checks import MAX_DETECTABLE
+    from gmmlib.runtime.checks import MAX_DETECTABLE
 
     assert all("detectable" in e for e in ledger), "ledger entries without the `detectable` field"
     weak = [

@@ -4,7 +4,7 @@ They read each chapter's MyST source ``book/NN_*.md`` (through jupytext, as the 
 no code cell over 40 lines, no empty cell, no code line over 79 characters (the page shows
 about 77), no ``assert`` in shown code (the ledger checks), check cells folded in the HTML, the
 last cell prints the chapter's ledger summary, chapter code passes the linter, seeds come from
-gmmlib.seeding, no measured number typed into the prose (it is glued from the cell that
+gmmlib.runtime.seeding, no measured number typed into the prose (it is glued from the cell that
 computed it), and every Makefile target is defined once.
 """
 
@@ -339,7 +339,7 @@ def test_no_measured_number_typed_in_the_prose():
 
     A decimal with three or more significant digits typed into a chapter's Markdown (outside
     code, ``{glue:...}`` roles and labels) is taken for a measurement: glue it with
-    ``gmmlib.checks.glue(name, value)`` and ``{glue:text}`name:.3g```, or, when it is an exact
+    ``gmmlib.runtime.glue(name, value)`` and ``{glue:text}`name:.3g```, or, when it is an exact
     constant, list it in tests/exact_numbers.txt with the reason.
     """
     report = []

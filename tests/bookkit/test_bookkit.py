@@ -17,7 +17,7 @@ import nbformat
 import pytest
 import yaml
 
-from gmmlib.verdicts import MIME_TYPE
+from gmmlib.runtime.verdicts import MIME_TYPE
 
 ROOT = Path(__file__).resolve().parents[2]
 JB = Path(sys.executable).parent / "jupyter-book"
@@ -45,7 +45,7 @@ One is one.
 
 ```{{code-cell}}
 import os
-from gmmlib.checks import Control, Ledger
+from gmmlib.runtime.checks import Control, Ledger
 ledger = Ledger("0{n}_ch")
 ledger.close(1.0, 1.0, atol=1e-9, claim="thm-{n}", what=f"{what} in kernel {{os.getpid()}}",
              method="closed form", why="round-off", control=Control("two", 2.0))
@@ -237,8 +237,8 @@ def test_a_record_from_another_gmmlib_is_refused_in_one_line():
     from sphinx.errors import ExtensionError
 
     from bookkit.ledger import CheckRecords
-    from gmmlib.checks import Control, Ledger
-    from gmmlib.verdicts import RECORD_SCHEMA
+    from gmmlib.runtime.checks import Control, Ledger
+    from gmmlib.runtime.verdicts import RECORD_SCHEMA
 
     led = Ledger("99_test")
     led.close(1.0, 1.0, atol=1e-9, claim="eq-x", what="w", method="m", why="y",

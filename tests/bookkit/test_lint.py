@@ -46,7 +46,8 @@ def test_no_function_takes_more_than_eight_positional_arguments():
 
 
 def test_the_ledger_class_stays_small():
-    """Each kind of check is a small class of gmmlib.comparisons; the Ledger only runs them."""
+    """Each kind of check is a small class of gmmlib.runtime.comparisons; the Ledger only runs
+    them."""
     import ast
 
     (node,) = [n for p, n in _functions("gmmlib")

@@ -50,6 +50,15 @@ def test_gmmlib_wheel_holds_gmmlib_alone(wheels):
     assert "bookkit" not in _entry_points(wheels["gmmlib"])
 
 
+def test_gmmlib_wheel_holds_every_module_of_gmmlib(wheels):
+    """The subpackages too (gmmlib.lda, gmmlib.denoising, gmmlib.runtime): a reader's install
+    imports what the chapters import."""
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "gmmlib").rglob("*.py")}
+    shipped = {n for n in wheels["gmmlib"].namelist() if n.endswith(".py")}
+    assert {"gmmlib/lda/task.py", "gmmlib/runtime/checks.py"} <= sources
+    assert sources == shipped, sorted(sources ^ shipped)
+
+
 def test_bookkit_is_its_own_distribution_with_the_renderer(wheels):
     assert _tops(wheels["bookkit"]) == {"bookkit"}
     assert "bookkit.ledger:CheckRecords" in _entry_points(wheels["bookkit"])

@@ -66,7 +66,7 @@ def test_a_failing_cell_is_named_and_a_good_notebook_passes_headless(tmp_path):
         tmp_path,
         "good.ipynb",
         "import os\nassert os.environ['GMMLIB_HEADLESS'] == '1'",
-        "import matplotlib.pyplot as plt\nfrom gmmlib.plotting import live_sliders\n"
+        "import matplotlib.pyplot as plt\nfrom gmmlib.runtime.plotting import live_sliders\n"
         "assert live_sliders(lambda lam: plt.figure(), {'lam': (0.5, 1.0)}) is None",
     )
     outcome = run.execute(good)
@@ -150,7 +150,7 @@ def test_live_sliders_make_no_widget_headless_and_one_live(monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gmmlib.plotting import HEADLESS_ENV, live_sliders
+    from gmmlib.runtime.plotting import HEADLESS_ENV, live_sliders
 
     calls = []
 
@@ -237,7 +237,7 @@ def test_seeds_skips_chapters_that_draw_no_random_number(tmp_path):
     drawn = _notebook(
         tmp_path,
         "drawn.ipynb",
-        "from gmmlib.seeding import Seeds\nseeds = Seeds(chapter=1)",
+        "from gmmlib.runtime.seeding import Seeds\nseeds = Seeds(chapter=1)",
         "x = seeds.rng('prompts').normal()",
     )
     fixed = _notebook(tmp_path, "fixed.ipynb", "import numpy as np\nx = np.linspace(0, 1, 3)")

@@ -18,7 +18,18 @@ import pytest
 import gmmlib
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted(Path(gmmlib.__file__).parent.glob("*.py"))
+PACKAGE = Path(gmmlib.__file__).parent
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    """``gmmlib/lda/task.py`` -> ``gmmlib.lda.task``; a package's ``__init__`` is the package."""
+    parts = ("gmmlib", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def source_id(path: Path) -> str:
+    return str(path.relative_to(PACKAGE))
 SLUG = re.compile(
     r"\b(?:thm|lem|prop|cor|def|rem|conj|eq|ch|sec|fig|box|ex|tab)-\d\d(?:-[a-z0-9]+)*\b"
 )
@@ -76,7 +87,7 @@ def citations():
     for path in SOURCES:
         for where, doc in docstrings(path):
             for kind, label in ROLE.findall(doc):
-                yield f"{path.stem}.{where}", kind, label
+                yield f"{module_name(path)}.{where}", kind, label
 
 
 CITATIONS = sorted(set(citations()))
@@ -99,14 +110,14 @@ def test_every_cited_label_is_defined_with_its_kind(where, role, label):
     )
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=source_id)
 def test_no_docstring_cites_a_raw_slug(path):
     for where, doc in docstrings(path):
         raw = SLUG.findall(ROLE.sub("", doc))
         assert not raw, f"{path.stem}.{where} cites {raw} as raw slugs: write them as roles"
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=source_id)
 def test_every_label_in_messages_and_comments_exists(path):
     everything = set().union(*LABELS.values())
     missing = sorted(set(SLUG.findall(ROLE.sub("", path.read_text()))) - everything)
@@ -147,11 +158,11 @@ def _resolves(module, target: str) -> bool:
         hasattr(cls, target) for _, cls in inspect.getmembers(module, inspect.isclass))
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=source_id)
 def test_python_cross_references_resolve(path):
     """``-n`` flags a :func:, :meth:, :mod: or :attr: target that is not there (a moved name)."""
     import importlib
 
-    module = importlib.import_module("gmmlib" if path.stem == "__init__" else f"gmmlib.{path.stem}")
+    module = importlib.import_module(module_name(path))
     missing = sorted({t for _, t in PY_ROLE.findall(path.read_text()) if not _resolves(module, t)})
     assert not missing, f"{path.name} refers to {missing}, which do not exist"

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from gmmlib.comparisons import Close
-from gmmlib.checks import (
+from gmmlib.runtime.comparisons import Close
+from gmmlib.runtime.checks import (
     MAX_DETECTABLE,
     CheckFailed,
     CheckResult,
@@ -26,7 +26,7 @@ from gmmlib.checks import (
     replicates,
     richardson_derivative,
 )
-from gmmlib.seeding import SEED_ENV, Seeds, base_seed
+from gmmlib.runtime.seeding import SEED_ENV, Seeds, base_seed
 
 
 def test_ledger_records_controls(capsys):
@@ -452,7 +452,7 @@ def test_a_verdict_carries_its_record_beside_the_html_and_text():
 
     from IPython.core.formatters import DisplayFormatter
 
-    from gmmlib.verdicts import MIME_TYPE, _Shown
+    from gmmlib.runtime.verdicts import MIME_TYPE, _Shown
 
     led = Ledger("14_test")
     led.close(
@@ -466,7 +466,7 @@ def test_a_verdict_carries_its_record_beside_the_html_and_text():
 
 
 def test_converged_quadrature_round_off_grows_with_the_number_of_terms():
-    from gmmlib.checks import converged_quadrature
+    from gmmlib.runtime.checks import converged_quadrature
 
     one = converged_quadrature(lambda n: 1.0, 20, 40)
     cube = converged_quadrature(lambda n: 1.0, 20, 40, dim=3)

@@ -1,4 +1,4 @@
-"""gmmlib.denoising_heads against independent computations: the Bayes denoiser, quadrature, numpy
+"""gmmlib.denoising.heads against independent computations: the Bayes denoiser, quadrature, numpy
 loops, truncated normals."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from scipy.stats import truncnorm
 from gmmlib import GaussianMixture, softmax_attention_limit
 from gmmlib.attention import Head
 from gmmlib.denoising import bayes_denoiser, noisy_mixture
-from gmmlib.denoising_heads import (
+from gmmlib.denoising.heads import (
     ResidualLayer,
     key_bias_attention,
     key_bias_parameters,

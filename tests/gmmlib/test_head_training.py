@@ -1,5 +1,6 @@
-"""gmmlib.head_training against independent computations: the closed-form limit, finite differences,
-the one training loop (gmmlib.training.train) on the same gradients, an exact construction."""
+"""gmmlib.denoising.training against independent computations: the closed-form limit, finite
+differences, the one training loop (gmmlib.training.train) on the same gradients, an exact
+construction."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import torch
 from gmmlib import GaussianMixture
 from gmmlib.attention import Head
 from gmmlib.denoising import bayes_denoiser, excess_risk, noisy_mixture
-from gmmlib.denoising_heads import multihead_limit, two_head_construction
-from gmmlib.head_training import fit_heads, heads_squared_error, online_sgd_heads, random_heads
+from gmmlib.denoising.heads import multihead_limit, two_head_construction
+from gmmlib.denoising.training import fit_heads, heads_squared_error, online_sgd_heads, random_heads
 from gmmlib.quadrature import mixture_nodes
 from gmmlib.training import train
 

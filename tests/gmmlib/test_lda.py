@@ -28,9 +28,9 @@ from gmmlib.lda import (
     population_risk,
     population_risk_grad,
 )
-from gmmlib.lda_landscape import best_linear_attention, minimiser_distances, zeta_sequence
-from gmmlib.lda_torch import LDABlocksModule, QuadratureRisk
-from gmmlib.lda_dynamics import (
+from gmmlib.lda.landscape import best_linear_attention, minimiser_distances, zeta_sequence
+from gmmlib.lda.autograd import LDABlocksModule, QuadratureRisk
+from gmmlib.lda.dynamics import (
     population_gradient_descent,
     gradient_flow,
     _draw_batch,

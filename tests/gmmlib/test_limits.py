@@ -16,7 +16,7 @@ from gmmlib import (
     softmax_attention_limit,
 )
 from gmmlib.limits import attention_gates, effective_sample_fraction, finite_prompt_mse
-from gmmlib.checks import converged_quadrature
+from gmmlib.runtime.checks import converged_quadrature
 from gmmlib.quadrature import expectation
 
 from ..conftest import ncomp, random_mixture, seeds

@@ -1,4 +1,4 @@
-"""gmmlib.plotting's rendering of slider frames: the pixels ``savefig`` writes, drawn once.
+"""gmmlib.runtime.plotting's rendering of slider frames: the pixels ``savefig`` writes, drawn once.
 
 ``slider_figure`` renders each frame with one Agg draw and a renderer shared by the frames of a
 figure (``plotting._frame_png``) instead of ``Figure.savefig``, which draws a figure with a layout
@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gmmlib.plotting import slider_figure, use_book_style  # noqa: E402
+from gmmlib.runtime.plotting import slider_figure, use_book_style  # noqa: E402
 
 X = np.linspace(-3, 3, 61)
 XX, YY = np.meshgrid(X, X)
@@ -130,7 +130,7 @@ def test_renderers_share_one_mathtext_parser_and_draw_the_same_pixels(book_style
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.backends.backend_agg import RendererAgg
 
-    from gmmlib.plotting import share_mathtext_parses
+    from gmmlib.runtime.plotting import share_mathtext_parses
 
     share_mathtext_parses()  # a second call changes nothing
     assert RendererAgg(10, 10, 72).mathtext_parser is RendererAgg(20, 30, 100).mathtext_parser

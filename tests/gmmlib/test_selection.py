@@ -17,7 +17,7 @@ from gmmlib import (
     softmax_attention_limit,
 )
 from gmmlib.denoising import bayes_denoiser
-from gmmlib.checks import replicate_mean_se
+from gmmlib.runtime.checks import replicate_mean_se
 from gmmlib.limits import component_linear_limits, shared_covariance_limit
 from gmmlib.attention import Head, PromptBatch
 from gmmlib.selection import (

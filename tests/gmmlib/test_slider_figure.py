@@ -1,6 +1,6 @@
-"""gmmlib.plotting.slider_figure: the kernel-free interactive figure that replaces each widget's
-static twin in the HTML. Frames, their order over the grid, the HTML (one labelled range input
-per slider), the size budget, and (in a real Chromium, when installed) that moving a slider
+"""gmmlib.runtime.plotting.slider_figure: the kernel-free interactive figure that replaces each
+widget's static twin in the HTML. Frames, their order over the grid, the HTML (one labelled range
+input per slider), the size budget, and (in a real Chromium, when installed) that moving a slider
 swaps the picture.
 """
 
@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gmmlib.plotting import slider_figure  # noqa: E402
+from gmmlib.runtime.plotting import slider_figure  # noqa: E402
 
 GRID = {"a": [0.0, 0.5, 1.0], "b": [0.2, 0.8]}
 
@@ -174,7 +174,7 @@ def test_moving_a_slider_swaps_the_frame_in_a_real_browser(figure):
 def test_a_figure_over_the_2_mb_limit_is_refused():
     """The limit lives in slider_figure: a ValueError naming the figure and the size, not an assert
     in a chapter."""
-    from gmmlib.plotting import MAX_SLIDER_BYTES
+    from gmmlib.runtime.plotting import MAX_SLIDER_BYTES
 
     noise = np.random.default_rng(0).random((200, 200, 3))  # incompressible frames
 
@@ -189,7 +189,7 @@ def test_a_figure_over_the_2_mb_limit_is_refused():
 
 
 def test_interactive_figure_is_the_slider_figure_headless(monkeypatch):
-    from gmmlib.plotting import HEADLESS_ENV, SliderFigure, interactive_figure
+    from gmmlib.runtime.plotting import HEADLESS_ENV, SliderFigure, interactive_figure
 
     monkeypatch.setenv(HEADLESS_ENV, "1")
     fig = interactive_figure(
@@ -204,7 +204,7 @@ def test_interactive_figure_is_the_slider_figure_headless(monkeypatch):
 
 def test_interactive_figure_outside_a_kernel_makes_no_widget(monkeypatch):
     """Outside IPython (a script, pytest) there is no front end either: the precomputed frames."""
-    from gmmlib.plotting import HEADLESS_ENV, SliderFigure, headless, interactive_figure
+    from gmmlib.runtime.plotting import HEADLESS_ENV, SliderFigure, headless, interactive_figure
 
     monkeypatch.delenv(HEADLESS_ENV, raising=False)
     assert headless()
@@ -212,7 +212,7 @@ def test_interactive_figure_outside_a_kernel_makes_no_widget(monkeypatch):
 
 
 def test_live_sliders_start_where_asked(monkeypatch):
-    from gmmlib.plotting import HEADLESS_ENV, live_sliders
+    from gmmlib.runtime.plotting import HEADLESS_ENV, live_sliders
 
     monkeypatch.delenv(HEADLESS_ENV, raising=False)
     widget = live_sliders(

@@ -1,9 +1,14 @@
 """gmmlib speaks one vocabulary: one sampler order, one generator name, one step name, one flow
 type, heads as ``U, V``; and its modules are a tree: names defined where they are documented, no
-private name imported across modules, no import cycle.
+private name imported across modules, no private module imported outside its package, no import
+cycle.
 
 Read from the signatures of every public function and method and from the source's imports, so that
-a new function or module that breaks a convention fails here rather than in a reader's head.
+a new function or module that breaks a convention fails here rather than in a reader's head. The
+modules are walked through the subpackages (``gmmlib.lda``, ``gmmlib.denoising``,
+``gmmlib.runtime``). Two kinds of module re-export names defined elsewhere, and only these: a
+package's ``__init__`` and a shim at a moved module's earlier path (``tests/gmmlib/test_layout.py``
+lists them); what they re-export is a documented name of a defining module.
 """
 
 from __future__ import annotations
@@ -21,11 +26,19 @@ import gmmlib
 from gmmlib import softmax_attention
 from gmmlib.attention import Head, PromptBatch
 
-MODULES = [
-    importlib.import_module(f"gmmlib.{m.name}")
-    for m in pkgutil.iter_modules(gmmlib.__path__)
-    if not m.name.startswith("_")
+from .test_layout import MOVED
+
+WALKED = [
+    (m.name, m.ispkg)
+    for m in pkgutil.walk_packages(gmmlib.__path__, "gmmlib.")
+    if not any(part.startswith("_") for part in m.name.split("."))
 ]
+#: the modules that define what they document
+MODULES = [importlib.import_module(name) for name, ispkg in WALKED
+           if not ispkg and name not in MOVED]
+#: the packages' __init__ and the shims at earlier paths: they re-export, and define nothing
+REEXPORTS = [importlib.import_module(name) for name, ispkg in [("gmmlib", True), *WALKED]
+             if ispkg or name in MOVED]
 COUNTS = {"n", "n_prompts", "length", "batch_size", "n_samples", "n_queries", "steps"}
 OLD_NAMES = {
     "AttentionParams",
@@ -54,7 +67,7 @@ CALLABLES = dict(public_callables())
 
 
 def test_the_old_names_are_gone():
-    for module in MODULES:
+    for module in MODULES + REEXPORTS:
         assert not OLD_NAMES & set(getattr(module, "__all__", [])), module.__name__
 
 
@@ -136,41 +149,93 @@ def test_every_public_name_is_defined_where_it_is_documented():
                 )
 
 
-SOURCES = sorted(Path(gmmlib.__file__).parent.glob("*.py"))
-# gmmlib.checks imports evidence's two formatting helpers by their old private names until its
-# import line changes with the ledger's transport (the merge removes this entry).
+def test_a_reexport_is_a_documented_name_of_a_defining_module():
+    documented = {
+        id(getattr(module, name)) for module in MODULES for name in getattr(module, "__all__", [])
+    }
+    assert len(REEXPORTS) >= 4 + len(MOVED)  # gmmlib, lda, denoising, runtime and the shims
+    for module in REEXPORTS:
+        for name in module.__all__:
+            assert id(getattr(module, name)) in documented, (
+                f"{module.__name__}.{name} is in no defining module's __all__"
+            )
+
+
+ROOT = Path(gmmlib.__file__).parent
+SOURCES = sorted(ROOT.rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    """``gmmlib/lda/task.py`` -> ``gmmlib.lda.task``; a package's ``__init__`` is the package."""
+    parts = ("gmmlib", *path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+NAMES = {module_name(p) for p in SOURCES}
 
 
 def gmmlib_imports(path: Path):
-    """(module, imported name) for every import of a gmmlib module in ``path``, at any depth."""
+    """(module, imported names) for every import of a gmmlib module in ``path``, at any depth;
+    relative imports resolved, a name imported from a package that is a module counted as it."""
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:
-                yield node.module, [a.name for a in node.names]
-            elif node.level == 1:
-                for a in node.names:
-                    yield a.name, []
-            elif (node.module or "").startswith("gmmlib."):
-                yield node.module.split(".")[1], [a.name for a in node.names]
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if not target.startswith("gmmlib"):
+                continue
+            names = [a.name for a in node.names]
+            submodules = [f"{target}.{n}" for n in names if f"{target}.{n}" in NAMES]
+            yield from ((m, []) for m in submodules)
+            yield target, [n for n in names if f"{target}.{n}" not in NAMES]
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.startswith("gmmlib."):
-                    yield a.name.split(".")[1], []
+                    yield a.name, []
+
+
+IMPORTS = {module_name(p): list(gmmlib_imports(p)) for p in SOURCES}
+
+
+def test_the_imports_are_read():
+    """The reader resolves what the package imports (else the rules below test nothing)."""
+    assert ("gmmlib.lda._rules", ["effective_map"]) in IMPORTS["gmmlib.lda.autograd"]
+    assert ("gmmlib._validation", ["check_positive", "check_type"]) in IMPORTS[
+        "gmmlib.lda.autograd"]
+    assert any(m == "gmmlib.runtime.glue" for m, _ in IMPORTS["gmmlib.runtime.checks"])
+    assert any(m == "gmmlib.lda.dynamics" for m, _ in IMPORTS["gmmlib.lda_dynamics"])
+    assert set(IMPORTS) == NAMES and all(m in NAMES for v in IMPORTS.values() for m, _ in v)
 
 
 def test_no_private_name_is_imported_across_modules():
     found = {
-        (path.stem, name, module)
-        for path in SOURCES
-        for module, names in gmmlib_imports(path)
+        (here, name, module)
+        for here, imports in IMPORTS.items()
+        for module, names in imports
         for name in names
         if name.startswith("_")
     }
     assert not found, sorted(found)
 
 
+def test_a_private_module_is_imported_only_inside_its_package():
+    """``gmmlib._validation`` serves all of gmmlib, ``gmmlib.lda._rules`` gmmlib.lda alone."""
+    found = set()
+    for here, imports in IMPORTS.items():
+        for module, _ in imports:
+            parts = module.split(".")
+            private = [i for i, part in enumerate(parts) if part.startswith("_")]
+            if private and not (here + ".").startswith(".".join(parts[: private[0]]) + "."):
+                found.add((here, module))
+    assert not found, sorted(found)
+
+
 def test_the_modules_import_no_cycle():
-    graph = {path.stem: {m for m, _ in gmmlib_imports(path)} for path in SOURCES}
+    graph = {here: {m for m, _ in imports} for here, imports in IMPORTS.items()}
     state: dict[str, int] = {}
 
     def visit(node, stack):
@@ -186,7 +251,7 @@ def test_the_modules_import_no_cycle():
             visit(node, [])
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_module_is_under_600_lines(path):
     """A module longer than this holds more than one idea: split it by idea."""
     assert len(path.read_text().splitlines()) < 600, path.name

@@ -2,8 +2,8 @@ r"""Linear discriminant analysis with one softmax head: the task, the predictor,
 4–6).
 
 The dynamics (gradient descent, the gradient flow, SGD and its noise floor, the valley floor) live
-in :mod:`gmmlib.lda_dynamics`; the landscape's landmarks (the best linear rule, the minimiser
-families, a diverging minimising sequence) in :mod:`gmmlib.lda_landscape`.
+in :mod:`gmmlib.lda.dynamics`; the landscape's landmarks (the best linear rule, the minimiser
+families, a diverging minimising sequence) in :mod:`gmmlib.lda.landscape`.
 
 The data model
 --------------
@@ -66,10 +66,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ._validation import as_float_array, check_covariances, check_positive, check_type
-from .attention import Head
-from .mixtures import GaussianMixture
-from ._lda_rules import adjoint_map, check_converged, effective_map, risk_and_grad, rule_risk
+from .._validation import as_float_array, check_covariances, check_positive, check_type
+from ..attention import Head
+from ..mixtures import GaussianMixture
+from ._rules import adjoint_map, check_converged, effective_map, risk_and_grad, rule_risk
 
 __all__ = [
     "LDAModel",
@@ -497,14 +497,15 @@ def population_risk(model: LDAModel, eff: Any, n_points: int = 40, *, rule: str 
 def excess_risk_estimate(model: LDAModel, eff: Any, n_points: int = 8, *,
                          rule: str = "adaptive") -> Any:
     r"""The excess risk :math:`R(w,b,r,s) - R^*` with its quadrature error, as a
-    :class:`gmmlib.evidence.Estimate`.
+    :class:`gmmlib.runtime.evidence.Estimate`.
 
     Both risks are computed with ``n_points`` and ``2 * n_points`` nodes (per panel for the
-    adaptive rule, per axis for Gauss–Hermite) by :func:`gmmlib.evidence.converged_quadrature`:
-    the value is the finer rule's, its error 10 × the change between the two plus 100 ulp.
+    adaptive rule, per axis for Gauss–Hermite) by
+    :func:`gmmlib.runtime.evidence.converged_quadrature`: the value is the finer rule's, its error
+    10 × the change between the two plus 100 ulp.
     Used for every excess risk that Chapters 5 and 6 report from a trajectory.
     """
-    from .evidence import converged_quadrature
+    from ..runtime.evidence import converged_quadrature
 
     model = check_type(model, LDAModel, "model")
     eff = EffectiveParams.checked(eff, model.dim)

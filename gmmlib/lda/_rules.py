@@ -1,4 +1,4 @@
-r"""The rules and maps behind :mod:`gmmlib.lda`'s population risks (a private module).
+r"""The rules and maps behind :mod:`gmmlib.lda.task`'s population risks (a private module).
 
 The risk of one head depends on :math:`x` through :math:`T = (w^\top x, s^\top x)`, Gaussian given
 the class. :func:`class_nodes` returns, per class, nodes and weights for :math:`T`: a tensor
@@ -6,10 +6,11 @@ Gauss–Hermite rule, or composite Gauss–Legendre panels graded toward the gat
 loss's kink (accurate for sharp gates); :func:`rule_risk` evaluates the risk on a rule and
 :func:`check_converged` compares it with a coarser rule; :func:`effective_map` and
 :func:`adjoint_map` are :eq:`eq-04-map` and its adjoint, written once for numpy and torch. The
-public functions are in :mod:`gmmlib.lda`, :mod:`gmmlib.lda_dynamics` and :mod:`gmmlib.lda_torch`,
-which import these by name. ``model`` is a :class:`gmmlib.lda.LDAModel` and ``eff`` an
-:class:`gmmlib.lda.EffectiveParams` throughout; this module reads their fields and does not import
-:mod:`gmmlib.lda` (which imports it).
+public functions are in :mod:`gmmlib.lda.task`, :mod:`gmmlib.lda.dynamics` and
+:mod:`gmmlib.lda.autograd`, which import these by name. ``model`` is a
+:class:`gmmlib.lda.task.LDAModel` and ``eff`` an :class:`gmmlib.lda.task.EffectiveParams`
+throughout; this module reads their fields and does not import :mod:`gmmlib.lda.task` (which
+imports it).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_positive
-from .quadrature import gaussian_nodes
+from .._validation import check_positive
+from ..quadrature import gaussian_nodes
 
 #: The quadrature rules of the population risks: a tensor Gauss–Hermite rule on
 #: :math:`(w^\top X, s^\top X)`, or graded Gauss–Legendre panels adapted to the gate and the loss.
@@ -79,7 +80,7 @@ def _adaptive_nodes(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Nodes of (wᵀX, sᵀX), X ~ N(m, Γ), from graded panels along the gate (u) and across the loss's
     kink (v)."""
-    from .quadrature import GRADED_Z_MAX, graded_normal_rule
+    from ..quadrature import GRADED_Z_MAX, graded_normal_rule
 
     w, b, r, s = eff
     mu1, beta, sig12, mu2, sig2 = _gate_coordinates(model, w, s, m)
@@ -191,7 +192,7 @@ def risk_and_grad(model: Any, eff: Any, n_points: int, rule: str) -> tuple[float
     """The risk and its partial derivatives ``(risk, g_w, g_b, g_r, g_s)`` on one rule (Stein's
     identity).
 
-    The formulas are those of :func:`gmmlib.lda.population_risk_grad`, which checks the rule.
+    The formulas are those of :func:`gmmlib.lda.task.population_risk_grad`, which checks the rule.
     """
     w, b, r, s = eff
     G = model.cov
@@ -229,7 +230,7 @@ def effective_map(
     r""":eq:`eq-04-map`, the one copy for numpy and torch: arrays with any leading batch axes.
 
     ``cov``, ``m_neg``, ``delta`` are the model's :math:`\Gamma, m_{-1}, \Delta`; pass
-    ``einsum=torch.einsum`` and tensors for torch (:mod:`gmmlib.lda_torch` does).
+    ``einsum=torch.einsum`` and tensors for torch (:mod:`gmmlib.lda.autograd` does).
     """
     w = einsum("...ji,...j->...i", U11, v21 @ cov)  # U11ᵀ Γ v21 (Γ symmetric)
     s = einsum("...ji,j->...i", U11, delta) + 2 * u21

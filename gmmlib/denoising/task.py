@@ -13,8 +13,8 @@ observation is the mixture :math:`Z\sim\sum_k\pi_k\mathcal N(m_k, S_k)` and
 This module holds the denoiser itself (Chapters 8 and 9): the law of :math:`Z`, the posterior
 mean, the Bayes risk and the excess risk of any predictor, the best linear and affine
 denoisers, and the iterated denoiser of Chapter 9 with its separation and fixed point. The
-attention heads that compute it are in :mod:`gmmlib.denoising_heads`; fitting heads to it
-(online SGD, L-BFGS) is in :mod:`gmmlib.head_training`.
+attention heads that compute it are in :mod:`gmmlib.denoising.heads`; fitting heads to it
+(online SGD, L-BFGS) is in :mod:`gmmlib.denoising.training`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validation import as_float_array, check_points, check_positive
-from .mixtures import GaussianMixture, check_mixture
-from .quadrature import expectation, mixture_nodes
+from .._validation import as_float_array, check_points, check_positive
+from ..mixtures import GaussianMixture, check_mixture
+from ..quadrature import expectation, mixture_nodes
 
 __all__ = [
     "noisy_mixture",

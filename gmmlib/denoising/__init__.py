@@ -1,0 +1,35 @@
+"""Denoising a Gaussian-mixture signal, and the attention heads that do it (Chapters 8–10).
+
+Modules
+-------
+task     : the Bayes denoiser, its risks, the best linear/affine maps, its iterates (Ch. 8–9)
+heads    : heads that denoise: two-/one-head, residual, key-bias constructions (Ch. 8, 10)
+training : a sum of heads fitted on the infinite prompt: online SGD, L-BFGS (Chapter 8)
+
+The names of :mod:`gmmlib.denoising.task` are importable from here too (``from gmmlib.denoising
+import bayes_denoiser``); the other modules are imported by name.
+"""
+
+from .task import (
+    noisy_mixture,
+    bayes_denoiser,
+    bayes_mse,
+    excess_risk,
+    best_linear_denoiser,
+    best_affine_denoiser,
+    iterate_denoiser,
+    separation,
+    tanh_fixed_point,
+)
+
+__all__ = [
+    "noisy_mixture",
+    "bayes_denoiser",
+    "bayes_mse",
+    "excess_risk",
+    "best_linear_denoiser",
+    "best_affine_denoiser",
+    "iterate_denoiser",
+    "separation",
+    "tanh_fixed_point",
+]
