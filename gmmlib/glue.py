@@ -1,7 +1,7 @@
-"""Moved to :mod:`gmmlib.runtime.glue`. This path is kept for code written against earlier
+"""Moved to :mod:`gmmlib.runtime.glued`. This path is kept for code written against earlier
 editions: it re-exports the same objects."""
 
-from gmmlib.runtime.glue import (
+from gmmlib.runtime.glued import (
     glue,
 )
 

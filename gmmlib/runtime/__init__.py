@@ -8,7 +8,7 @@ evidence    : what a check compares with: quadrature, Richardson, Monte Carlo, w
 verdicts    : what a check produces: its control, its record and verdict, and their display
 seeding     : one base seed for the book and named random streams
 plotting    : the book's figure style and shared plots
-glue        : numbers a cell computes, made available to the text
+glued       : numbers a cell computes, made available to the text (``glue``)
 
 The names the chapters use are importable from here (``from gmmlib.runtime import Control,
 Ledger, Seeds, glue`` and ``from gmmlib.runtime import PALETTE, use_book_style``); each is
@@ -20,15 +20,12 @@ loads neither torch nor any module it does not need (matplotlib comes with a plo
 from importlib import import_module
 from typing import Any
 
-# glue is bound at once: the function has its module's name, and the module, once imported (by
-# gmmlib.runtime.checks), would shadow a name bound on first use. It needs numpy alone.
-from .glue import glue
-
 # name -> the module that defines it
 _PUBLIC = {
     "Control": "verdicts",
     "Estimate": "evidence",
     "Ledger": "checks",
+    "glue": "glued",
     "converged_quadrature": "evidence",
     "monte_carlo_mean": "evidence",
     "replicates": "evidence",
@@ -54,4 +51,4 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_PUBLIC])
 
 
-__all__ = ["glue", *_PUBLIC]
+__all__ = [*_PUBLIC]

@@ -55,7 +55,7 @@ from .verdicts import MIME_TYPE as MIME_TYPE
 from .verdicts import CheckFailed as CheckFailed
 from .verdicts import CheckResult as CheckResult
 from .verdicts import Control as Control
-from .glue import glue as glue
+from .glued import glue as glue
 from .verdicts import show
 
 # The evidence a check compares with (Estimate and the functions that make one) is defined in
