@@ -1,7 +1,8 @@
 # Build and test the book.  `make help` lists the targets.
 #
 #   make book   create .venv if needed, execute the chapters that changed, write _build/html
-#   make test   pytest, then a full strict build (warnings are errors, every chapter executed)
+#   make test   pytest beside a full strict build (warnings are errors, every chapter executed),
+#               then the tests of the built book
 #
 # VENV can be overridden (e.g. `make test VENV=/path/to/venv`) to reuse an environment, and
 # PYTHON names the interpreter that creates it (`make install PYTHON=/usr/local/bin/python3.11`).
@@ -18,6 +19,7 @@ STAMP := $(VENV)/.installed
 BUILD := _build
 # pytest spreads the tests over this many processes (pytest-xdist); 1 runs them in one
 WORKERS ?= 2
+XDIST = -n $(WORKERS)
 
 # Recipes see the venv first on PATH, so the notebooks' python3 kernel is the venv's Python.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -118,22 +120,24 @@ grade: $(STAMP) ## Grade homework: make grade ASSIGNMENT=NN_name SUBMISSIONS="su
 	  $(SUBMISSIONS) $(if $(CSV),--csv $(CSV)) $(ARGS)
 
 pytest: $(STAMP) ## Run the test suite only (an empty collection is a failure too)
-	@rc=0; $(PY) -m pytest -n $(WORKERS) || rc=$$?; \
+	@rc=0; $(PY) -m pytest $(XDIST) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
 pytest-fast: $(STAMP) ## The quick tests only, for a contributor (no build, grading, install or browser)
-	$(PY) -m pytest -n $(WORKERS) -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 strict-build: $(STAMP) ## Full build from scratch (and the reader notebooks); any warning fails it
 	rm -rf $(BUILD)/.doctrees $(BUILD)/html $(BUILD)/notebooks
 	$(JB) build . -W -n --keep-going
 	@test -f $(BUILD)/html/index.html || { echo "error: $(BUILD)/html/index.html was not written" >&2; exit 1; }
 
-test: $(STAMP) ## pytest, then the strict executed build, then the tests of the built book
-	$(MAKE) pytest
-	$(MAKE) strict-build
-	$(PY) -m pytest --built -n $(WORKERS)
+# pytest and the strict build run side by side (neither reads what the other writes; the build
+# executes one chapter at a time, so the two share the cores); each one's output is printed
+# whole when it ends. Then the tests that read the finished build.
+test: $(STAMP) ## pytest beside the strict executed build, then the tests of the built book
+	$(MAKE) -j2 --output-sync=target pytest strict-build
+	$(PY) -m pytest --built $(XDIST)
 
 pdf: $(STAMP) ## The whole book as one PDF (_build/pdf/book.pdf), printed by the system's Chromium
 	$(MAKE) book

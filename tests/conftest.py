@@ -113,7 +113,23 @@ def pytest_configure(config):
 
 #: The test modules that build, grade, install or open a browser: marked slow.
 SLOW_MODULES = {"test_assignments", "test_bookkit", "test_browser", "test_colab_path",
-                "test_packaging", "test_runner", "test_built_book"}
+                "test_packaging", "test_runner", "test_built_book", "test_first_reading",
+                "test_homework_browser"}
+
+#: The modules whose tests take longest (tens of seconds each), in the order they start: under
+#: pytest-xdist a worker that draws a long test last keeps the run waiting for it alone.
+LONG_FIRST = ["test_colab_path", "test_first_reading", "test_assignments",
+              "test_homework_browser", "test_browser", "test_runner", "test_bookkit"]
+
+
+def _start_order(item) -> tuple[int, int]:
+    """Long modules first; a page of the built book (a ``name`` parameter naming a page under
+    _build/html/book/) by its size, the largest first: its MathJax and axe-core scale with it."""
+    module = item.module.__name__.rsplit(".", 1)[-1]
+    rank = LONG_FIRST.index(module) if module in LONG_FIRST else len(LONG_FIRST)
+    name = getattr(item, "callspec", None) and item.callspec.params.get("name")
+    page = REPO / "_build" / "html" / "book" / f"{name}.html"
+    return rank, -(page.stat().st_size if isinstance(name, str) and page.is_file() else 0)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -126,4 +142,4 @@ def pytest_collection_modifyitems(config, items):
         (keep if ("built" in item.keywords) == built else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    items[:] = sorted(keep, key=_start_order)  # a stable sort: otherwise in collection order

@@ -1,7 +1,8 @@
 """The homework of every chapter (``assignments/``): built with Otter Assign and graded locally.
 
-One module-scoped build writes every chapter's student and graded versions (and the three
-control submissions) into a temporary folder, then grades, for every chapter, four submissions
+One build writes every chapter's student and graded versions (and the three control
+submissions) into ``_build/test-cache/`` (once for all sessions that read the same inputs), then
+grades, for every chapter, four submissions
 with the autograder (Otter's Python API, no Docker): the reference solutions and the book's own
 method (the cells tagged ``book-method`` substituted) must get full marks; the student version
 left blank, and the reference with each question's near miss (the cells tagged ``near-miss``)
@@ -20,16 +21,20 @@ page. The student's path in JupyterLab itself is ``tests/assignments/test_homewo
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib
 import importlib.util
 import io
 import json
 import os
+import pickle
 import re
+import shutil
 import subprocess
 import sys
 import tokenize
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -133,20 +138,83 @@ def _build(job: tuple[str, str]) -> str:
     return str(build.build(Path(source), Path(out)))
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """Every chapter built as ``make assignments`` does (assignments/build.py), two at a time."""
-    out = tmp_path_factory.mktemp("assignments")
-    with ProcessPoolExecutor(max_workers=2) as pool:
-        list(pool.map(_build, [(str(s), str(out)) for s in SOURCES]))
+#: where the homework built for the tests is kept, one folder per digest of its inputs
+CACHE = REPO / "_build" / "test-cache"
+
+
+def _inputs_digest() -> str:
+    """A digest of every file the homework build and its grading read: the masters and the build
+    and grading code (``assignments/``), gmmlib (Otter Assign runs the reference solutions and
+    their tests), the chapters and the pinned environment. Any change gives a new folder."""
+    files = [*(REPO / "assignments").rglob("*"), *(REPO / "gmmlib").rglob("*.py"),
+             *(REPO / "book").glob("*.md"), REPO / "constraints.txt"]
+    digest = hashlib.sha256()
+    for path in sorted(f for f in files if f.is_file() and "__pycache__" not in f.parts):
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@contextmanager
+def _exclusive(path: Path):
+    """An exclusive lock on ``path`` (a sibling ``.lock`` file), across processes."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def built() -> Path:
+    """Every chapter built as ``make assignments`` does (assignments/build.py), two at a time.
+
+    Built once for all the sessions that read the same inputs: ``make test`` runs pytest twice
+    (beside the book's build and, with ``--built``, after it) on two workers each, and the build
+    takes about a minute. The folder is named by the digest of the inputs, written complete or
+    not at all (built aside, then renamed), under a lock that one worker holds while it builds
+    (the other waits: the build keeps both cores busy).
+    """
+    out = CACHE / f"assignments-{_inputs_digest()}"
+    with _exclusive(out):
+        if not out.is_dir():
+            partial = out.with_name(out.name + f".partial-{os.getpid()}")
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            with ProcessPoolExecutor(max_workers=2) as pool:
+                list(pool.map(_build, [(str(s), str(partial)) for s in SOURCES]))
+            partial.rename(out)
+            for stale in CACHE.glob("assignments-*"):  # the builds of earlier inputs
+                if not stale.name.startswith(out.name):
+                    shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     return out
 
 
-@pytest.fixture(scope="module")
-def grades(built):
+def _once(path: Path, compute):
+    """``compute()``'s value, computed by one process for all the sessions and workers that ask
+    for it (pickled at ``path``, beside the build it comes from: new inputs, a new file)."""
+    with _exclusive(path):
+        if not path.is_file():
+            partial = path.with_name(path.name + f".partial-{os.getpid()}")
+            partial.write_bytes(pickle.dumps(compute()))
+            partial.rename(path)
+    return pickle.loads(path.read_bytes())
+
+
+def _grade_all(built: Path) -> dict:
     jobs = [(str(built / ch), ch, kind) for ch in CHAPTERS for kind in KINDS]
     with ProcessPoolExecutor(max_workers=2) as pool:
         return {(ch, kind): g for ch, kind, g in pool.map(_grade, jobs)}
+
+
+@pytest.fixture(scope="session")
+def grades(built):
+    """The 44 gradings, two at a time, once for both of pytest's workers (the second waits for
+    the first: the gradings keep both cores busy)."""
+    return _once(built.with_name(built.name + ".grades.pickle"), lambda: _grade_all(built))
 
 
 def test_every_chapter_has_a_homework():
@@ -501,10 +569,16 @@ def _hidden_values(job: tuple[str, str]) -> tuple[str, dict[str, list[float]]]:
     return chapter, json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def hidden_values(built):
+def _hidden_values_all(built: Path) -> dict:
     with ProcessPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(_hidden_values, [(str(built / ch), ch) for ch in CHAPTERS]))
+
+
+@pytest.fixture(scope="session")
+def hidden_values(built):
+    """Each chapter's graded values, computed once per build of the homework (``built``)."""
+    return _once(built.with_name(built.name + ".hidden-values.pickle"),
+                 lambda: _hidden_values_all(built))
 
 
 @pytest.mark.built
