@@ -148,8 +148,13 @@ def _inputs_digest() -> str:
     their tests), the chapters and the pinned environment. Any change gives a new folder."""
     files = [*(REPO / "assignments").rglob("*"), *(REPO / "gmmlib").rglob("*.py"),
              *(REPO / "book").glob("*.md"), REPO / "constraints.txt"]
+
+    def source(path: Path) -> bool:  # not a tool's cache (ruff's, written while tests run)
+        parts = path.relative_to(REPO).parts
+        return path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in parts)
+
     digest = hashlib.sha256()
-    for path in sorted(f for f in files if f.is_file() and "__pycache__" not in f.parts):
+    for path in sorted(filter(source, files)):
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 

@@ -1,6 +1,7 @@
 """The homework as a student meets it: JupyterLab in a real browser, then the grader.
 
-One chapter's homework is built (``assignments/build.py``), its student notebook opened in
+One chapter's homework, built (``assignments/build.py``; the suite builds it once, the fixture
+``built``), has its student notebook opened in
 JupyterLab (``jupyter lab --no-browser`` on 127.0.0.1, a token, a free port, a temporary folder)
 in headless Chromium (``bookkit.browser``), and the student's steps done with mouse and keyboard:
 run the code cells from the top (a click on each, Shift+Enter), click into the first answer cell,
@@ -134,12 +135,14 @@ def _wait_executed(cell, timeout_ms: int = 60_000) -> None:
         timeout=timeout_ms)
 
 
-def test_a_student_answers_checks_saves_and_gets_the_points(tmp_path):
+def test_a_student_answers_checks_saves_and_gets_the_points(tmp_path, built):
     start = time.monotonic()
-    built = build.build(build.HERE / f"{CHAPTER}.py", tmp_path / "assignments")
-    student_path = built / "student" / f"{CHAPTER}.ipynb"
+    # the chapter's homework as make assignments builds it (built once for the suite; read
+    # only: the student works on a copy)
+    folder = built / CHAPTER
+    student_path = folder / "student" / f"{CHAPTER}.ipynb"
     student = nbformat.read(student_path, as_version=4)
-    graded = nbformat.read(built / "autograder" / f"{CHAPTER}.ipynb", as_version=4)
+    graded = nbformat.read(folder / "autograder" / f"{CHAPTER}.ipynb", as_version=4)
     index, question, answer = _first_answer(student, graded)
     points = next(q.get("points") for q in build.question_configs(
         build.split_master(build.HERE / f"{CHAPTER}.py")[0]) if q["name"] == question)
@@ -187,7 +190,7 @@ def test_a_student_answers_checks_saves_and_gets_the_points(tmp_path):
     saved = nbformat.read(home / f"{CHAPTER}.ipynb", as_version=4)
     assert saved.cells[index].source.split() == answer.split(), "the saved file has the answer"
     table = tmp_path / "scores.csv"
-    run = subprocess.run([sys.executable, str(ROOT / "assignments" / "grade.py"), str(built),
+    run = subprocess.run([sys.executable, str(ROOT / "assignments" / "grade.py"), str(folder),
                           str(home / f"{CHAPTER}.ipynb"), "--csv", str(table)],
                          capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
