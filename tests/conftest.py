@@ -116,10 +116,14 @@ SLOW_MODULES = {"test_assignments", "test_bookkit", "test_browser", "test_colab_
                 "test_packaging", "test_runner", "test_built_book", "test_first_reading",
                 "test_homework_browser"}
 
-#: The modules whose tests take longest (tens of seconds each), in the order they start: under
-#: pytest-xdist a worker that draws a long test last keeps the run waiting for it alone.
+#: The modules whose tests take longest (seconds to tens of seconds each), in the order they
+#: start: under pytest-xdist a worker that draws a long test last keeps the run waiting for it
+#: alone (a fresh clone's make test had a core idle for most of a minute). The many short tests
+#: of gmmlib and of the book's sources come last and even out the two workers' ends.
 LONG_FIRST = ["test_colab_path", "test_first_reading", "test_assignments",
-              "test_homework_browser", "test_browser", "test_runner", "test_bookkit"]
+              "test_homework_browser", "test_browser", "test_runner", "test_bookkit",
+              "test_publishing", "test_commands", "test_pairs", "test_packaging",
+              "test_reader_notebooks", "test_slides"]
 
 
 def _start_order(item) -> tuple[int, int]:
