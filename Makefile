@@ -17,9 +17,11 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 BUILD := _build
-# pytest spreads the tests over this many processes (pytest-xdist); 1 runs them in one
+# pytest spreads the tests over this many processes (pytest-xdist); 1 runs them in one. A worker
+# that runs out of tests takes the other's queued ones (worksteal): a worker held by a long
+# fixture (the homework's build and gradings) would otherwise leave a long queue to the end.
 WORKERS ?= 2
-XDIST = -n $(WORKERS)
+XDIST = -n $(WORKERS) --dist worksteal
 
 # Recipes see the venv first on PATH, so the notebooks' python3 kernel is the venv's Python.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
