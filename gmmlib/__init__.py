@@ -36,7 +36,7 @@ runtime    : the book's runtime, apart from the mathematics (``from gmmlib.runti
   verdicts    : what a check produces: its control, record and verdict
   seeding     : one base seed for the book and named random streams
   plotting    : the book's figure style and shared plots
-  glue        : numbers a cell computes, for the text
+  glued       : numbers a cell computes, for the text (``glue``)
 
 The modules' earlier paths (``gmmlib.lda_dynamics``, ``gmmlib.checks``, ``gmmlib.plotting``, ...)
 still import: each re-exports its module's names, for code written against earlier editions.
@@ -45,8 +45,7 @@ Every name is documented in the module that defines it. Conventions: the generat
 among the positional arguments), a head's parameters are ``U, V`` side by side (``f(..., *head)``).
 """
 
-from importlib import import_module
-from typing import Any
+from ._lazy import lazy_exports
 
 # The public names load their module on first use (PEP 562), so that `import gmmlib` (and the
 # runners, which read a constant of gmmlib.runtime.plotting) does not pay for torch until it is
@@ -59,17 +58,7 @@ _PUBLIC = {
     "linear_attention_limit": "limits",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'gmmlib' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, globals())
 
 
 __all__ = [

@@ -1,18 +1,5 @@
 """Moved to :mod:`gmmlib.runtime.comparisons`. This path is kept for code written against earlier
 editions: it re-exports the same objects."""
 
-from gmmlib.runtime.comparisons import (
-    Bound,
-    Close,
-    Comparison,
-    Outcome,
-    WithinSE,
-)
-
-__all__ = [
-    "Bound",
-    "Close",
-    "Comparison",
-    "Outcome",
-    "WithinSE",
-]
+from gmmlib.runtime.comparisons import *  # noqa: F403  (every name of its __all__)
+from gmmlib.runtime.comparisons import __all__  # noqa: F401

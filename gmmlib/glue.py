@@ -1,10 +1,5 @@
 """Moved to :mod:`gmmlib.runtime.glued`. This path is kept for code written against earlier
 editions: it re-exports the same objects."""
 
-from gmmlib.runtime.glued import (
-    glue,
-)
-
-__all__ = [
-    "glue",
-]
+from gmmlib.runtime.glued import *  # noqa: F403  (every name of its __all__)
+from gmmlib.runtime.glued import __all__  # noqa: F401

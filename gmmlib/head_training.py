@@ -1,16 +1,5 @@
 """Moved to :mod:`gmmlib.denoising.training`. This path is kept for code written against earlier
 editions: it re-exports the same objects."""
 
-from gmmlib.denoising.training import (
-    random_heads,
-    heads_squared_error,
-    online_sgd_heads,
-    fit_heads,
-)
-
-__all__ = [
-    "random_heads",
-    "heads_squared_error",
-    "online_sgd_heads",
-    "fit_heads",
-]
+from gmmlib.denoising.training import *  # noqa: F403  (every name of its __all__)
+from gmmlib.denoising.training import __all__  # noqa: F401

@@ -1,20 +1,5 @@
 """Moved to :mod:`gmmlib.lda.dynamics`. This path is kept for code written against earlier
 editions: it re-exports the same objects."""
 
-from gmmlib.lda.dynamics import (
-    population_gradient_descent,
-    gradient_flow,
-    SGDChains,
-    sgd_chains,
-    valley_excess,
-    sgd_excess_floor,
-)
-
-__all__ = [
-    "population_gradient_descent",
-    "gradient_flow",
-    "SGDChains",
-    "sgd_chains",
-    "valley_excess",
-    "sgd_excess_floor",
-]
+from gmmlib.lda.dynamics import *  # noqa: F403  (every name of its __all__)
+from gmmlib.lda.dynamics import __all__  # noqa: F401

@@ -1,16 +1,5 @@
 """Moved to :mod:`gmmlib.runtime.seeding`. This path is kept for code written against earlier
 editions: it re-exports the same objects."""
 
-from gmmlib.runtime.seeding import (
-    DEFAULT_SEED,
-    SEED_ENV,
-    Seeds,
-    base_seed,
-)
-
-__all__ = [
-    "DEFAULT_SEED",
-    "SEED_ENV",
-    "Seeds",
-    "base_seed",
-]
+from gmmlib.runtime.seeding import *  # noqa: F403  (every name of its __all__)
+from gmmlib.runtime.seeding import __all__  # noqa: F401

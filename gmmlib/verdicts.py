@@ -1,24 +1,5 @@
 """Moved to :mod:`gmmlib.runtime.verdicts`. This path is kept for code written against earlier
 editions: it re-exports the same objects."""
 
-from gmmlib.runtime.verdicts import (
-    CheckFailed,
-    CheckResult,
-    Control,
-    LEDGER_PAGE,
-    MAX_DETECTABLE,
-    MIME_TYPE,
-    RECORD_SCHEMA,
-    show,
-)
-
-__all__ = [
-    "CheckFailed",
-    "CheckResult",
-    "Control",
-    "LEDGER_PAGE",
-    "MAX_DETECTABLE",
-    "MIME_TYPE",
-    "RECORD_SCHEMA",
-    "show",
-]
+from gmmlib.runtime.verdicts import *  # noqa: F403  (every name of its __all__)
+from gmmlib.runtime.verdicts import __all__  # noqa: F401

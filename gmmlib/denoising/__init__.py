@@ -10,26 +10,5 @@ The names of :mod:`gmmlib.denoising.task` are importable from here too (``from g
 import bayes_denoiser``); the other modules are imported by name.
 """
 
-from .task import (
-    noisy_mixture,
-    bayes_denoiser,
-    bayes_mse,
-    excess_risk,
-    best_linear_denoiser,
-    best_affine_denoiser,
-    iterate_denoiser,
-    separation,
-    tanh_fixed_point,
-)
-
-__all__ = [
-    "noisy_mixture",
-    "bayes_denoiser",
-    "bayes_mse",
-    "excess_risk",
-    "best_linear_denoiser",
-    "best_affine_denoiser",
-    "iterate_denoiser",
-    "separation",
-    "tanh_fixed_point",
-]
+from .task import *  # noqa: F403  (every name of its __all__)
+from .task import __all__  # noqa: F401

@@ -12,34 +12,5 @@ LDAModel``); the other modules are imported by name. Importing this package does
 torch (only :mod:`gmmlib.lda.autograd` does).
 """
 
-from .task import (
-    LDAModel,
-    EffectiveParams,
-    LDABlocks,
-    logistic_loss,
-    effective_params,
-    effective_predictor,
-    construction_r0,
-    construction_s0,
-    population_risk,
-    population_risk_grad,
-    attention_risk_grad,
-    attention_jacobian,
-    excess_risk_estimate,
-)
-
-__all__ = [
-    "LDAModel",
-    "EffectiveParams",
-    "LDABlocks",
-    "logistic_loss",
-    "effective_params",
-    "effective_predictor",
-    "construction_r0",
-    "construction_s0",
-    "population_risk",
-    "population_risk_grad",
-    "attention_risk_grad",
-    "attention_jacobian",
-    "excess_risk_estimate",
-]
+from .task import *  # noqa: F403  (every name of its __all__)
+from .task import __all__  # noqa: F401

@@ -17,8 +17,7 @@ importing this package, or reading a constant of :mod:`gmmlib.runtime.plotting` 
 loads neither torch nor any module it does not need (matplotlib comes with a plotting name).
 """
 
-from importlib import import_module
-from typing import Any
+from .._lazy import lazy_exports
 
 # name -> the module that defines it
 _PUBLIC = {
@@ -38,17 +37,7 @@ _PUBLIC = {
     "use_book_style": "plotting",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'gmmlib.runtime' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, globals())
 
 
 __all__ = [*_PUBLIC]
