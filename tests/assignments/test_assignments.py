@@ -128,9 +128,20 @@ def _submission(folder: Path, chapter: str, kind: str) -> Path:
     return folder / "controls" / f"{kind}.ipynb"
 
 
+#: what jupyter_client raises when a kernel exits before it answers at all (none of the
+#: submission has run): its TCP ports, chosen free a moment before, were taken by another kernel
+#: that started at the same time (the build's, the other worker's)
+KERNEL_NOT_STARTED = "Kernel died before replying to kernel_info"
+
+
 def _grade(job: tuple[str, str, str]):
+    """Grade one submission; a kernel that did not start is started again (twice at most)."""
     folder, chapter, kind = job
-    return chapter, kind, grade_module.grade(Path(folder), _submission(Path(folder), chapter, kind))
+    for _ in range(3):
+        grade = grade_module.grade(Path(folder), _submission(Path(folder), chapter, kind))
+        if KERNEL_NOT_STARTED not in grade.error:
+            break
+    return chapter, kind, grade
 
 
 def _build(job: tuple[str, str]) -> str:
